@@ -1,0 +1,30 @@
+"""fathom: a harness for long-running (deep) agents on LangChain and LangGraph."""
+
+from fathom.agent import create_deep_agent
+from fathom.backends import BackendProtocol, StateBackend, create_file_data
+from fathom.middleware import (
+    FilesystemMiddleware,
+    HumanInTheLoopMiddleware,
+    PatchToolCallsMiddleware,
+    PlanningMiddleware,
+)
+from fathom.middleware.human_in_the_loop import InterruptOnConfig
+from fathom.models import ModelNotConfiguredError, resolve_model
+from fathom.prompt import PromptSection
+
+__all__ = [
+    "BackendProtocol",
+    "FilesystemMiddleware",
+    "HumanInTheLoopMiddleware",
+    "InterruptOnConfig",
+    "ModelNotConfiguredError",
+    "PatchToolCallsMiddleware",
+    "PlanningMiddleware",
+    "PromptSection",
+    "StateBackend",
+    "create_deep_agent",
+    "create_file_data",
+    "resolve_model",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,33 @@
+"""Backends: where the agent's files live."""
+
+from fathom.backends.base import BackendBase
+from fathom.backends.protocol import (
+    BackendFactory,
+    BackendProtocol,
+    EditResult,
+    FileInfo,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from fathom.backends.state import StateBackend
+from fathom.backends.utils import create_file_data
+
+__all__ = [
+    "BackendBase",
+    "BackendFactory",
+    "BackendProtocol",
+    "EditResult",
+    "FileInfo",
+    "GlobResult",
+    "GrepMatch",
+    "GrepResult",
+    "LsResult",
+    "ReadResult",
+    "StateBackend",
+    "WriteResult",
+    "create_file_data",
+]

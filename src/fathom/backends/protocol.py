@@ -1,0 +1,175 @@
+"""The backend protocol: where the agent's files live.
+
+Every filesystem tool talks to a `BackendProtocol`. Backends never raise for a bad request
+from the model (missing file, non-unique edit, path outside the root): they return a result
+whose `error` says what happened, and the tool hands that text to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NotRequired, Protocol, runtime_checkable
+
+from typing_extensions import TypedDict
+
+from fathom.state import FileData, FilesUpdate
+
+__all__ = [
+    "BackendFactory",
+    "BackendProtocol",
+    "EditResult",
+    "FileInfo",
+    "GlobResult",
+    "GrepMatch",
+    "GrepResult",
+    "LsResult",
+    "ReadResult",
+    "WriteResult",
+]
+
+
+class FileInfo(TypedDict):
+    """One entry of a listing."""
+
+    path: str
+    """Absolute virtual path; directories end with `/`."""
+    is_dir: NotRequired[bool]
+    size: NotRequired[int]
+    """Size in bytes."""
+    modified_at: NotRequired[str]
+    """ISO-8601 UTC timestamp."""
+
+
+class GrepMatch(TypedDict):
+    """One line that matched a grep pattern."""
+
+    path: str
+    line: int
+    """1-based line number."""
+    text: str
+
+
+@dataclass(frozen=True)
+class LsResult:
+    """Result of `ls`: entries sorted by path, or an error."""
+
+    error: str | None = None
+    entries: list[FileInfo] | None = None
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Result of `read`: the whole file's data, or an error."""
+
+    error: str | None = None
+    file_data: FileData | None = None
+
+
+@dataclass(frozen=True)
+class GrepResult:
+    """Result of `grep`: matches in path then line order, or an error."""
+
+    error: str | None = None
+    matches: list[GrepMatch] | None = None
+
+
+@dataclass(frozen=True)
+class GlobResult:
+    """Result of `glob`: matched files sorted by path (empty when none), or an error."""
+
+    error: str | None = None
+    matches: list[FileInfo] | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Result of `write` (create-only).
+
+    In-state backends return the change as `files_update` for the `files` channel;
+    backends with their own storage return `files_update=None`.
+    """
+
+    error: str | None = None
+    path: str | None = None
+    files_update: FilesUpdate | None = None
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """Result of `edit`, with the number of replacements made."""
+
+    error: str | None = None
+    path: str | None = None
+    files_update: FilesUpdate | None = None
+    occurrences: int | None = None
+
+
+@runtime_checkable
+class BackendProtocol(Protocol):
+    """Storage for the virtual filesystem.
+
+    Paths are absolute virtual paths (`/notes/a.md`). Implementations return results with
+    `error` set instead of raising for anything the model could have caused.
+    """
+
+    def ls(self, path: str) -> LsResult:
+        """List the files and directories directly under `path`."""
+        ...
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Read a file. `offset`/`limit` are hints in lines; the full data may be returned."""
+        ...
+
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+        """Find lines containing the literal `pattern` under `path`, in files matching `glob`."""
+        ...
+
+    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+        """Find files under `path` whose path matches the glob `pattern`."""
+        ...
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Create a new file; an existing file is an error."""
+        ...
+
+    def edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Replace `old_string` (unique unless `replace_all`) with `new_string`."""
+        ...
+
+    async def als(self, path: str) -> LsResult:
+        """Async `ls`."""
+        ...
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Async `read`."""
+        ...
+
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None
+    ) -> GrepResult:
+        """Async `grep`."""
+        ...
+
+    async def aglob(self, pattern: str, path: str = "/") -> GlobResult:
+        """Async `glob`."""
+        ...
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        """Async `write`."""
+        ...
+
+    async def aedit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Async `edit`."""
+        ...
+
+
+BackendFactory = Any
+"""A callable `(runtime) -> BackendProtocol`, called for each tool call.
+
+Typed loosely because the runtime a factory receives is LangGraph's `ToolRuntime`, and
+factories written for the reference API accept it positionally.
+"""

@@ -1,0 +1,204 @@
+"""`StateBackend`: files kept in the thread's graph state (the default backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+from fathom.backends.base import BackendBase
+from fathom.backends.globbing import glob_matches
+from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends.protocol import (
+    EditResult,
+    FileInfo,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from fathom.backends.utils import (
+    MAX_EDIT_BYTES,
+    apply_edit,
+    create_file_data,
+    grep_lines,
+    text_view,
+    update_file_data,
+)
+from fathom.state import FileData
+
+__all__ = ["StateBackend", "file_info"]
+
+
+def file_info(path: str, data: FileData) -> FileInfo:
+    """Listing entry for one stored file."""
+    return FileInfo(
+        path=path,
+        is_dir=False,
+        size=text_view(data).size,
+        modified_at=data.get("modified_at", ""),
+    )
+
+
+class StateBackend(BackendBase):
+    """Files in the `files` channel of the current thread's state.
+
+    Ephemeral: they live as long as the thread, are checkpointed with it, and are shared by
+    the agent and its subagents. Writes return a `files_update` that the filesystem tools
+    apply to state; the backend itself never mutates anything.
+
+    `StateBackend()` is bound to each tool call's runtime by the filesystem middleware;
+    `StateBackend(runtime)` (the reference's factory style) binds it directly.
+    """
+
+    def __init__(self, runtime: Any = None) -> None:
+        self._runtime = runtime
+
+    def bind(self, runtime: Any) -> Self:
+        """A backend reading the state of `runtime` (a tool call's `ToolRuntime`)."""
+        return type(self)(runtime)
+
+    @property
+    def files(self) -> Mapping[str, FileData]:
+        """The files in the bound runtime's state (empty when unbound)."""
+        state = getattr(self._runtime, "state", None)
+        if state is None:
+            return {}
+        files = state.get("files") if isinstance(state, Mapping) else None
+        return files or {}
+
+    def ls(self, path: str) -> LsResult:
+        try:
+            directory = normalize_dir(path)
+        except PathError as error:
+            return LsResult(error=str(error))
+        files = self.files
+        exact = directory.rstrip("/")
+        if exact in files:
+            return LsResult(entries=[file_info(exact, files[exact])])
+        entries: dict[str, FileInfo] = {}
+        for file_path, data in files.items():
+            if not file_path.startswith(directory):
+                continue
+            rest = file_path[len(directory) :]
+            if "/" in rest:
+                sub = directory + rest.split("/", 1)[0] + "/"
+                entries.setdefault(sub, FileInfo(path=sub, is_dir=True))
+            else:
+                entries[file_path] = file_info(file_path, data)
+        if not entries and directory != "/":
+            return LsResult(error=f"Error: directory '{exact}' not found.")
+        return LsResult(entries=[entries[key] for key in sorted(entries)])
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        try:
+            path = normalize_path(file_path)
+        except PathError as error:
+            return ReadResult(error=str(error))
+        data = self.files.get(path)
+        if data is None:
+            if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+                return ReadResult(
+                    error=f"Error: '{path}' is a directory. Use ls to see what it holds."
+                )
+            return ReadResult(error=f"Error: File '{path}' not found")
+        return ReadResult(file_data=data)
+
+    def _under(self, directory: str) -> list[tuple[str, FileData]]:
+        return sorted(
+            (path, data)
+            for path, data in self.files.items()
+            if path.startswith(directory) or path == directory.rstrip("/")
+        )
+
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+        try:
+            directory = normalize_dir(path)
+        except PathError as error:
+            return GrepResult(error=str(error))
+        matches: list[GrepMatch] = []
+        for file_path, data in self._under(directory):
+            relative = file_path[len(directory) :] if file_path.startswith(directory) else ""
+            if glob and relative and not glob_matches(glob, relative):
+                continue
+            view = text_view(data)
+            if view.text is None or view.size > MAX_EDIT_BYTES:
+                continue
+            matches.extend(grep_lines(file_path, view.text, pattern))
+        return GrepResult(matches=matches)
+
+    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+        try:
+            directory = normalize_dir(path)
+        except PathError as error:
+            return GlobResult(error=str(error))
+        return GlobResult(
+            matches=[
+                file_info(file_path, data)
+                for file_path, data in self._under(directory)
+                if file_path.startswith(directory)
+                and glob_matches(pattern, file_path[len(directory) :])
+            ]
+        )
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        try:
+            path = normalize_path(file_path)
+        except PathError as error:
+            return WriteResult(error=str(error))
+        if path == "/":
+            return WriteResult(error="Error: '/' is the root directory, not a file path.")
+        if path in self.files:
+            return WriteResult(
+                error=(
+                    f"Error: '{path}' already exists. Use edit_file to change it, "
+                    "or write to a new path."
+                )
+            )
+        size = len(content.encode("utf-8", "replace"))
+        if size > MAX_EDIT_BYTES:
+            return WriteResult(
+                error=(
+                    f"Error: the content is {size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
+                    "limit for one file. Split it into several smaller files."
+                )
+            )
+        return WriteResult(path=path, files_update={path: create_file_data(content)})
+
+    def edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        try:
+            path = normalize_path(file_path)
+        except PathError as error:
+            return EditResult(error=str(error))
+        data = self.files.get(path)
+        if data is None:
+            return EditResult(error=f"Error: File '{path}' not found")
+        view = text_view(data)
+        if view.text is None:
+            return EditResult(error=f"Error: '{path}' is a binary file and cannot be edited.")
+        if view.lossy:
+            return EditResult(
+                error=(
+                    f"Error: '{path}' is not valid UTF-8 text; editing it would corrupt "
+                    "the bytes that cannot be decoded."
+                )
+            )
+        if view.size > MAX_EDIT_BYTES:
+            return EditResult(
+                error=(
+                    f"Error: '{path}' is {view.size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
+                    "limit for editing in place."
+                )
+            )
+        outcome = apply_edit(path, view.text, old_string, new_string, replace_all)
+        if isinstance(outcome, EditResult):
+            return outcome
+        new_text, occurrences = outcome
+        return EditResult(
+            path=path,
+            files_update={path: update_file_data(data, new_text)},
+            occurrences=occurrences,
+        )

@@ -1,0 +1,13 @@
+"""Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
+
+from fathom.middleware.filesystem import FilesystemMiddleware
+from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
+from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
+from fathom.middleware.planning import PlanningMiddleware
+
+__all__ = [
+    "FilesystemMiddleware",
+    "HumanInTheLoopMiddleware",
+    "PatchToolCallsMiddleware",
+    "PlanningMiddleware",
+]

@@ -1,0 +1,172 @@
+"""Prompt assembly: the system prompt as named sections, emitted stable-first.
+
+Provider prompt caches match on the exact prefix of a request (system, then tools, then
+messages). fathom builds the system prompt from sections marked `stable` (the same for
+every call of every run), `conditional` (present only under some configuration, but fixed
+once the agent is built) or `volatile` (may change between calls), and renders them in
+that order, each group in the order the sections were added. Whatever changes therefore
+changes as late in the prompt as possible.
+
+Middleware adds its section with `add_prompt_section(request, section)`; the sections
+travel on the request's system message (`AssembledSystemMessage`), whose `content` is always
+the rendered text, so any model and any other middleware see an ordinary system message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import SystemMessage
+
+__all__ = [
+    "BASE_PROMPT",
+    "AssembledSystemMessage",
+    "PromptAssemblyMiddleware",
+    "PromptSection",
+    "Stability",
+    "add_prompt_section",
+    "render_sections",
+    "sections_of",
+    "tool_sort_key",
+    "with_section",
+]
+
+Stability = Literal["stable", "conditional", "volatile"]
+_RANK: dict[str, int] = {"stable": 0, "conditional": 1, "volatile": 2}
+
+BASE_PROMPT = """You work through multi-step tasks with the tools you have.
+
+- Before acting on a task of three or more steps, plan it with `write_todos` and keep the list current as you go.
+- Keep bulky material out of the conversation: save it to files and read back only what you need.
+- When a `task` tool is available, hand self-contained pieces of work to a subagent and give it everything it needs to know.
+- Check your work before you finish (read back what you wrote, re-run what you built). Then reply with the result itself, not a report that you are done."""  # noqa: E501
+"""fathom's built-in base prompt: it follows the caller's `system_prompt`."""
+
+
+@dataclass(frozen=True)
+class PromptSection:
+    """One named part of the system prompt."""
+
+    name: str
+    text: str
+    stability: Stability = "stable"
+
+
+def render_sections(sections: Iterable[PromptSection]) -> str:
+    """Join sections stable-first (then conditional, then volatile), blank line between."""
+    ordered = sorted(
+        (s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability]
+    )
+    return "\n\n".join(s.text.strip("\n") for s in ordered)
+
+
+class AssembledSystemMessage(SystemMessage):
+    """A system message that remembers the sections it was rendered from."""
+
+    sections: tuple[PromptSection, ...] = ()
+
+    @classmethod
+    def from_sections(cls, sections: Iterable[PromptSection]) -> AssembledSystemMessage:
+        """Render `sections` into a new message."""
+        sections = tuple(sections)
+        return cls(content=render_sections(sections), sections=sections)
+
+
+def sections_of(message: SystemMessage | None) -> list[PromptSection]:
+    """The sections of a system message; a plain message is one stable section."""
+    if message is None:
+        return []
+    if (
+        isinstance(message, AssembledSystemMessage)
+        and message.sections
+        and message.text == render_sections(message.sections)
+    ):
+        return list(message.sections)
+    text = message.text
+    return [PromptSection("system", text, "stable")] if text.strip() else []
+
+
+def with_section(message: SystemMessage | None, section: PromptSection) -> AssembledSystemMessage:
+    """A message with `section` added, or replacing (in place) a section of the same name."""
+    sections = sections_of(message)
+    names = [s.name for s in sections]
+    if section.name in names:
+        sections[names.index(section.name)] = section
+    else:
+        sections.append(section)
+    return AssembledSystemMessage.from_sections(sections)
+
+
+def add_prompt_section(request: ModelRequest, section: PromptSection) -> ModelRequest:
+    """Return `request` with `section` added to its system message."""
+    return request.override(system_message=with_section(request.system_message, section))
+
+
+def tool_sort_key(tool: Any) -> str:
+    """Key that gives tool schemas one fixed order: by name."""
+    name = getattr(tool, "name", None)
+    if name is None and isinstance(tool, dict):
+        name = tool.get("name") or tool.get("function", {}).get("name")
+        if name is None:
+            return "~" + json.dumps(tool, sort_keys=True, default=str)
+    return str(name)
+
+
+class PromptAssemblyMiddleware(AgentMiddleware):
+    """Innermost middleware: fixes tool order and hands the model a plain-text system prompt.
+
+    Sections added by other middleware are already rendered stable-first; this step sorts
+    the tool schemas by name, so the request prefix does not depend on the order in which
+    middleware contributed tools.
+    """
+
+    def _assemble(self, request: ModelRequest) -> ModelRequest:
+        tools = sorted(request.tools, key=tool_sort_key)
+        message = request.system_message
+        if isinstance(message, AssembledSystemMessage):
+            message = SystemMessage(content=message.content)
+        return request.override(tools=tools, system_message=message)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._assemble(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._assemble(request))
+
+
+class PromptSectionMiddleware(AgentMiddleware):
+    """Adds one fixed section to the system prompt of every model call."""
+
+    def __init__(self, section: PromptSection) -> None:
+        super().__init__()
+        self.section = section
+
+    @property
+    def name(self) -> str:
+        return f"PromptSection[{self.section.name}]"
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(add_prompt_section(request, self.section))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(add_prompt_section(request, self.section))

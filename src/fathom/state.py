@@ -1,0 +1,81 @@
+"""Shared state schemas and reducers: the `files` and `todos` channels.
+
+The `files` channel maps absolute virtual paths to `FileData` (or `None`, which deletes the
+path). It is a LangGraph `DeltaChannel`: a checkpoint stores only the writes of its own step
+and the full mapping is rebuilt by replaying them, so storage grows with the data written,
+not with the number of steps times the size of the filesystem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal, NotRequired
+
+from langchain.agents.middleware.types import AgentState
+from langgraph.channels.delta import DeltaChannel
+from typing_extensions import TypedDict
+
+__all__ = [
+    "FILES_SNAPSHOT_FREQUENCY",
+    "FileData",
+    "FilesState",
+    "FilesUpdate",
+    "merge_files",
+    "reduce_files",
+]
+
+
+class FileData(TypedDict):
+    """One file of the virtual filesystem, as stored in state or a store."""
+
+    content: str
+    """The file's text, or its bytes in base64 when `encoding` is `"base64"`."""
+    encoding: Literal["utf-8", "base64"]
+    created_at: str
+    """ISO-8601 UTC timestamp of creation."""
+    modified_at: str
+    """ISO-8601 UTC timestamp of the last change."""
+
+
+FilesUpdate = dict[str, FileData | None]
+"""A write to the `files` channel: path → new data, or `None` to delete the path."""
+
+FILES_SNAPSHOT_FREQUENCY = 10_000
+"""Updates between full snapshots of the `files` channel.
+
+Each snapshot stores every file again, so frequent snapshots bring back quadratic growth;
+replaying up to this many small writes on load is cheap by comparison.
+"""
+
+
+def merge_files(current: Mapping[str, FileData] | None, update: FilesUpdate | None) -> dict:
+    """Apply one `files` update to a mapping and return the new mapping."""
+    merged = dict(current or {})
+    for path, data in (update or {}).items():
+        if data is None:
+            merged.pop(path, None)
+        else:
+            merged[path] = data
+    return merged
+
+
+def reduce_files(current: Mapping[str, FileData] | None, writes: Sequence[FilesUpdate]) -> dict:
+    """Batch reducer of the `files` channel: apply each write in order.
+
+    Deterministic and batching-invariant, as `DeltaChannel` requires.
+    """
+    merged = dict(current or {})
+    for update in writes:
+        merged = merge_files(merged, update)
+    return merged
+
+
+class FilesState(AgentState):
+    """Agent state with the virtual filesystem channel."""
+
+    files: NotRequired[
+        Annotated[
+            dict[str, FileData],
+            DeltaChannel(reduce_files, snapshot_frequency=FILES_SNAPSHOT_FREQUENCY),
+        ]
+    ]
