@@ -143,12 +143,14 @@ def test_bad_interrupt_on_value_is_a_construction_error():
     model = ScriptedModel(replies=[ai("x")])
     with pytest.raises(ValueError, match="allowed_decisions"):
         create_deep_agent(
-            model, interrupt_on={"write_file": {"allowed_decisions": []}},
+            model,
+            interrupt_on={"write_file": {"allowed_decisions": []}},
             checkpointer=InMemorySaver(),
         )
     with pytest.raises(ValueError, match="unknown decisions"):
         create_deep_agent(
-            model, interrupt_on={"write_file": {"allowed_decisions": ["maybe"]}},
+            model,
+            interrupt_on={"write_file": {"allowed_decisions": ["maybe"]}},
             checkpointer=InMemorySaver(),
         )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -33,7 +35,9 @@ def test_render_puts_stable_then_conditional_then_volatile():
 
 
 def test_with_section_replaces_a_section_of_the_same_name_in_place():
-    message = AssembledSystemMessage.from_sections([PromptSection("a", "A"), PromptSection("b", "B")])
+    message = AssembledSystemMessage.from_sections(
+        [PromptSection("a", "A"), PromptSection("b", "B")]
+    )
     updated = with_section(message, PromptSection("a", "A2"))
     assert updated.content == "A2\n\nB"
     assert [s.name for s in sections_of(updated)] == ["a", "b"]
@@ -99,9 +103,10 @@ def test_plain_middleware_text_is_kept():
 
 
 def test_consecutive_requests_of_a_run_extend_each_other():
+    todos = [{"content": "a", "status": "in_progress"}]
     model = ScriptedModel(
         replies=[
-            ai("", tool_call("write_todos", {"todos": [{"content": "a", "status": "in_progress"}]})),
+            ai("", tool_call("write_todos", {"todos": todos})),
             ai("", tool_call("write_file", {"file_path": "/a.md", "content": "alpha"})),
             ai("", tool_call("read_file", {"file_path": "/a.md"})),
             ai("", tool_call("edit_file", {"file_path": "/a.md", "old_string": "alpha",
@@ -112,7 +117,7 @@ def test_consecutive_requests_of_a_run_extend_each_other():
     create_deep_agent(model, system_prompt="Be exact.").invoke(USER)
     requests = model.requests
     assert len(requests) == 5
-    for earlier, later in zip(requests, requests[1:], strict=False):
+    for earlier, later in itertools.pairwise(requests):
         assert later.system_prompt == earlier.system_prompt
         assert later.tools == earlier.tools
         assert later.messages[: len(earlier.messages)] == earlier.messages

@@ -57,9 +57,13 @@ def test_a_cancelled_approval_is_repaired_when_the_user_moves_on():
             ai("ok, never mind"),
         ]
     )
-    agent = create_deep_agent(model, interrupt_on={"write_file": True}, checkpointer=InMemorySaver())
+    agent = create_deep_agent(
+        model, interrupt_on={"write_file": True}, checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": "t"}}
-    paused = agent.invoke({"messages": [{"role": "user", "content": "write"}]}, config, version="v2")
+    paused = agent.invoke(
+        {"messages": [{"role": "user", "content": "write"}]}, config, version="v2"
+    )
     assert paused.interrupts
     # The user ignores the approval request and sends a new message instead.
     result = agent.invoke({"messages": [{"role": "user", "content": "forget it"}]}, config)

@@ -22,7 +22,11 @@ def test_write_todos_stores_items_with_status_in_state():
 
 def test_todos_survive_across_turns_of_a_thread():
     model = ScriptedModel(
-        replies=[ai("", tool_call("write_todos", {"todos": TODOS})), ai("planned"), ai("still here")]
+        replies=[
+            ai("", tool_call("write_todos", {"todos": TODOS})),
+            ai("planned"),
+            ai("still here"),
+        ]
     )
     agent = create_deep_agent(model, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "p"}}
@@ -41,7 +45,7 @@ def test_an_unknown_status_is_rejected_back_to_the_model():
         ]
     )
     result = create_deep_agent(model).invoke({"messages": [{"role": "user", "content": "plan"}]})
-    first = [m for m in result["messages"] if m.type == "tool"][0]
+    first = next(m for m in result["messages"] if m.type == "tool")
     assert first.status == "error" and "status" in first.content
     assert result["todos"] == TODOS
 
