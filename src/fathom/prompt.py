@@ -62,9 +62,7 @@ class PromptSection:
 
 def render_sections(sections: Iterable[PromptSection]) -> str:
     """Join sections stable-first (then conditional, then volatile), blank line between."""
-    ordered = sorted(
-        (s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability]
-    )
+    ordered = sorted((s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability])
     return "\n\n".join(s.text.strip("\n") for s in ordered)
 
 

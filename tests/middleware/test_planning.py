@@ -72,3 +72,11 @@ def test_prompt_has_a_planning_section_and_the_tool():
     create_deep_agent(model).invoke({"messages": [{"role": "user", "content": "hi"}]})
     assert "## Planning" in model.requests[0].system_prompt
     assert "write_todos" in model.requests[0].tool_names
+
+
+def test_the_tool_result_acknowledges_without_echoing_the_list():
+    model = ScriptedModel(replies=[ai("", tool_call("write_todos", {"todos": TODOS})), ai("ok")])
+    result = create_deep_agent(model).invoke({"messages": [{"role": "user", "content": "plan"}]})
+    ack = next(m for m in result["messages"] if m.type == "tool")
+    assert ack.content == "Todo list saved: 3 items (1 in progress, 1 pending, 1 completed)."
+    assert "write report" not in ack.content

@@ -27,9 +27,7 @@ def normalize_path(path: str) -> str:
             "Use an absolute path inside the workspace, such as /notes.md."
         )
     if "\\" in raw:
-        raise PathError(
-            f"Error: the path {raw!r} contains a backslash. Use '/' as the separator."
-        )
+        raise PathError(f"Error: the path {raw!r} contains a backslash. Use '/' as the separator.")
     parts: list[str] = []
     for part in raw.split("/"):
         if part in ("", "."):

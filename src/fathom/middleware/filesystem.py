@@ -135,14 +135,10 @@ def _format_read(path: str, text: str, offset: int, limit: int, lossy: bool) -> 
     if not lines:
         return f"(the file {path} is empty)"
     if offset >= len(lines):
-        return (
-            f"Error: offset {offset} is past the end of {path}, which has {len(lines)} lines."
-        )
+        return f"Error: offset {offset} is past the end of {path}, which has {len(lines)} lines."
     rows: list[str] = []
     if lossy:
-        rows.append(
-            "[note: this file is not valid UTF-8; undecodable bytes are shown as \ufffd]"
-        )
+        rows.append("[note: this file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
     used = 0
     end = min(len(lines), offset + limit)
     for number in range(offset, end):
@@ -429,4 +425,3 @@ class FilesystemMiddleware(AgentMiddleware[FilesState, Any, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         return await handler(add_prompt_section(request, self.section))
-

@@ -11,8 +11,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain.agents.middleware import TodoListMiddleware
-from langchain.agents.middleware.todo import Todo
+from langchain.agents.middleware.todo import Todo, WriteTodosInput
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.types import Command
 
 from fathom.prompt import PromptSection, add_prompt_section
 
@@ -23,6 +27,28 @@ WRITE_TODOS_DESCRIPTION = """Write the todo list for the current task, replacing
 PLANNING_PROMPT = """## Planning
 
 Use `write_todos` to plan work of three or more steps and to show progress: mark the item you are on in_progress, mark items completed right after finishing them, and revise the list when you learn something new. Do not use it for quick requests. After the last update, give the user the actual result in your reply."""  # noqa: E501
+
+
+def todo_summary(todos: list[Todo]) -> str:
+    """A one-line acknowledgement; the model already has the list in its own call."""
+    counts = {status: 0 for status in ("in_progress", "pending", "completed")}
+    for todo in todos:
+        counts[todo["status"]] = counts.get(todo["status"], 0) + 1
+    parts = [f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n]
+    return f"Todo list saved: {len(todos)} items ({', '.join(parts) or 'empty'})."
+
+
+def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
+    return Command(
+        update={
+            "todos": todos,
+            "messages": [ToolMessage(todo_summary(todos), tool_call_id=runtime.tool_call_id)],
+        }
+    )
+
+
+async def _awrite_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
+    return _write_todos(runtime, todos)
 
 
 class PlanningMiddleware(TodoListMiddleware):
@@ -41,6 +67,18 @@ class PlanningMiddleware(TodoListMiddleware):
     ) -> None:
         super().__init__(system_prompt=system_prompt, tool_description=tool_description)
         self.section = PromptSection("planning", system_prompt)
+        # Same schema and state update as LangChain's tool, with a short result: echoing
+        # the whole list back would repeat it in every later request of the run.
+        self.tools = [
+            StructuredTool.from_function(
+                name="write_todos",
+                description=tool_description,
+                func=_write_todos,
+                coroutine=_awrite_todos,
+                args_schema=WriteTodosInput,
+                infer_schema=False,
+            )
+        ]
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
