@@ -9,7 +9,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["compile_glob", "glob_matches"]
+__all__ = ["GlobError", "compile_glob", "glob_matches"]
+
+
+class GlobError(ValueError):
+    """A glob pattern that cannot be used; the message says what is wrong with it."""
 
 
 def _split_braces(body: str) -> list[str]:
@@ -50,10 +54,10 @@ def _translate(pattern: str) -> str:
                 out.append(re.escape(char))
                 i += 1
                 continue
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            # A negated class must still not cross a path separator, like `*` and `?`.
+            body = "^/" + body[1:] if body.startswith("!") else body
+            out.append(f"[{body}]")
             i = end + 1
         elif char == "{":
             depth, j = 0, i
@@ -83,7 +87,13 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     `*` and `?` stay within one path segment, `**` crosses segments (`**/` also matches
     no directory at all), `[abc]`/`[!abc]` are character classes, `{a,b}` alternates.
     """
-    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    try:
+        return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    except re.error as error:
+        raise GlobError(
+            f"Error: the glob pattern {pattern!r} is not valid ({error}). "
+            "Use *, ?, **, [abc], [!abc] and {a,b}."
+        ) from error
 
 
 def glob_matches(pattern: str, relative_path: str) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 from fathom.backends.base import BackendBase
-from fathom.backends.globbing import glob_matches
+from fathom.backends.globbing import GlobError, glob_matches
 from fathom.backends.paths import PathError, normalize_dir, normalize_path
 from fathom.backends.protocol import (
     EditResult,
@@ -120,8 +120,11 @@ class StateBackend(BackendBase):
         matches: list[GrepMatch] = []
         for file_path, data in self._under(directory):
             relative = file_path[len(directory) :] if file_path.startswith(directory) else ""
-            if glob and relative and not glob_matches(glob, relative):
-                continue
+            try:
+                if glob and relative and not glob_matches(glob, relative):
+                    continue
+            except GlobError as error:
+                return GrepResult(error=str(error))
             view = text_view(data)
             if view.text is None or view.size > MAX_EDIT_BYTES:
                 continue
@@ -133,14 +136,17 @@ class StateBackend(BackendBase):
             directory = normalize_dir(path)
         except PathError as error:
             return GlobResult(error=str(error))
-        return GlobResult(
-            matches=[
-                file_info(file_path, data)
-                for file_path, data in self._under(directory)
-                if file_path.startswith(directory)
-                and glob_matches(pattern, file_path[len(directory) :])
-            ]
-        )
+        try:
+            return GlobResult(
+                matches=[
+                    file_info(file_path, data)
+                    for file_path, data in self._under(directory)
+                    if file_path.startswith(directory)
+                    and glob_matches(pattern, file_path[len(directory) :])
+                ]
+            )
+        except GlobError as error:
+            return GlobResult(error=str(error))
 
     def write(self, file_path: str, content: str) -> WriteResult:
         try:
@@ -149,6 +155,10 @@ class StateBackend(BackendBase):
             return WriteResult(error=str(error))
         if path == "/":
             return WriteResult(error="Error: '/' is the root directory, not a file path.")
+        if any(p.startswith(path + "/") for p in self.files):
+            return WriteResult(
+                error=f"Error: '{path}' is a directory. Write to a file path inside it instead."
+            )
         if path in self.files:
             return WriteResult(
                 error=(
@@ -197,6 +207,15 @@ class StateBackend(BackendBase):
         if isinstance(outcome, EditResult):
             return outcome
         new_text, occurrences = outcome
+        new_size = len(new_text.encode("utf-8"))
+        if new_size > MAX_EDIT_BYTES:
+            return EditResult(
+                error=(
+                    f"Error: this edit would make '{path}' {new_size:,} bytes, over the "
+                    f"{MAX_EDIT_BYTES:,}-byte limit for one file. Split the content into "
+                    "several files."
+                )
+            )
         return EditResult(
             path=path,
             files_update={path: update_file_data(data, new_text)},

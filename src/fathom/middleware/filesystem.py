@@ -12,11 +12,12 @@ from typing import Any, Literal
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from fathom.backends.paths import PathError, normalize_path
 from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import IMAGE_EXTENSIONS, file_bytes, text_view
@@ -110,6 +111,48 @@ def resolve_backend(backend: Backend, runtime: Any) -> BackendProtocol:
 def _error(message: str, runtime: ToolRuntime, tool: str) -> ToolMessage:
     return ToolMessage(
         content=message, tool_call_id=runtime.tool_call_id, name=tool, status="error"
+    )
+
+
+_CHANGING_TOOLS = ("write_file", "edit_file")
+
+
+def _same_path(a: Any, b: str) -> bool:
+    try:
+        return normalize_path(a) == normalize_path(b)
+    except (PathError, TypeError):
+        return False
+
+
+def earlier_change_in_turn(runtime: ToolRuntime, file_path: str) -> str | None:
+    """The name of an earlier write/edit call of the same model turn on the same file.
+
+    All tool calls of one turn run against the state from before the turn, so a second
+    change to one file would silently replace the first (or two creations would both
+    succeed). The later call is refused instead, and the model redoes it next turn.
+    """
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    for message in reversed(state.get("messages", [])):
+        if not isinstance(message, AIMessage):
+            continue
+        for call in message.tool_calls:
+            if call.get("id") == runtime.tool_call_id:
+                return None
+            if call["name"] in _CHANGING_TOOLS and _same_path(
+                call["args"].get("file_path"), file_path
+            ):
+                return call["name"]
+        return None
+    return None
+
+
+def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: str) -> ToolMessage:
+    return _error(
+        f"Error: an earlier {earlier} call in this same turn already changes {file_path}, and "
+        "calls in one turn all see the file as it was before the turn. Read the file and make "
+        "this change in your next turn, or combine both changes into one call.",
+        runtime,
+        tool,
     )
 
 
@@ -305,10 +348,14 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         return logic.read_result(result, file_path, offset, limit, runtime)
 
     def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "write_file")
         result = logic.backend(runtime).write(file_path, content)
         return logic.change_result(result, runtime, "write_file", _write_message(result))
 
     async def awrite_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "write_file")
         result = await logic.backend(runtime).awrite(file_path, content)
         return logic.change_result(result, runtime, "write_file", _write_message(result))
 
@@ -319,6 +366,8 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "edit_file")
         result = logic.backend(runtime).edit(file_path, old_string, new_string, replace_all)
         return logic.change_result(result, runtime, "edit_file", _edit_message(result))
 
@@ -329,6 +378,8 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "edit_file")
         backend = logic.backend(runtime)
         result = await backend.aedit(file_path, old_string, new_string, replace_all)
         return logic.change_result(result, runtime, "edit_file", _edit_message(result))

@@ -1,0 +1,284 @@
+"""The examples in examples/ run, print what the tutorial prints, and do what they claim.
+
+Each example is run twice: as a script in a subprocess (exit code and key output lines),
+and imported from its path so the value `main()` returns can be checked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES_DIR = ROOT / "examples"
+
+# Every example, with lines its output must contain when run as a script.
+EXAMPLES: dict[str, list[str]] = {
+    "quickstart_research": ["## What is LangGraph?", "LangGraph is a low-level orchestration"],
+    "model_with_retries": ["HTTP requests sent: 3 (2 failed with HTTP 500)", "hello!"],
+    "custom_tools": ["Tools offered to the model:", "- LangGraph 1.0 released:"],
+    "system_prompt": [
+        "My instructions start with: 'You are an expert researcher.",
+        "Sections added by middleware: Planning, Files",
+    ],
+    "custom_middleware": [
+        "[Middleware] Tool call #1: get_weather",
+        "[Middleware] Arguments: {'city': 'Paris'}",
+        "[Middleware] Tool call #1 completed",
+        "[Middleware] Tool call #2: get_weather",
+        "[Middleware] Tool call #2 completed",
+    ],
+    "state_middleware": [
+        "thread=alice x=1",
+        "thread=alice x=2",
+        "thread=bob x=1",
+        "state x per thread: {'alice': 2, 'bob': 1}; shared self.x: 4",
+    ],
+    "default_backend": [
+        "default backend:",
+        "backend=StateBackend():",
+        "'You asked me to remember: the deploy window is Friday 18:00 UTC.'",
+        "'I have no note in this conversation.'",
+        "same behaviour: True",
+    ],
+    "human_in_the_loop": [
+        "needs review: delete_file({'path': '/logs/app.log'}) "
+        "allowed=['approve', 'edit', 'reject']",
+        "allowed=['approve', 'reject']",
+        "- delete_file: Deleted /logs/app.log",
+        "- send_email: not done (User rejected the tool call",
+        "- delete_file: Deleted /tmp/cache",
+        "- send_email: Sent email to ops@company.com",
+    ],
+    "structured_output": [
+        "location='San Francisco, California' temperature=18.3 condition='Sunny' humidity=48 "
+        "wind_speed=7.6 forecast='Pleasant sunny conditions expected to continue with "
+        "temperatures around 64°F (18°C) during the day, dropping to around 52°F (11°C) at "
+        "night. Clear skies with minimal precipitation expected.'"
+    ],
+}
+
+
+def load(name: str) -> ModuleType:
+    """Import examples/<name>.py under a private module name."""
+    module_name = f"fathom_example_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # pydantic / TypedDict annotations resolve through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def tool_messages(state: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+def tool_calls(state: dict[str, Any]) -> list[str]:
+    return [
+        call["name"] for m in state["messages"] if isinstance(m, AIMessage) for call in m.tool_calls
+    ]
+
+
+# --------------------------------------------------------------------------- bookkeeping
+
+
+def test_every_example_file_has_tests():
+    on_disk = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
+    assert on_disk == sorted(EXAMPLES), "add new examples to EXAMPLES (and a test_<name>_main)"
+    missing = [name for name in EXAMPLES if f"test_{name}_main" not in globals()]
+    assert not missing, f"examples without a test of main(): {missing}"
+
+
+def test_readme_lists_every_example():
+    readme = (EXAMPLES_DIR / "README.md").read_text(encoding="utf-8")
+    for name in EXAMPLES:
+        assert f"`{name}.py`" in readme
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs_as_a_script(name):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.pop("FATHOM_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, f"examples/{name}.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    for line in EXAMPLES[name]:
+        assert line in done.stdout, f"{line!r} not in output:\n{done.stdout}"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_has_a_docstring_naming_its_section(name):
+    module = load(name)
+    assert module.__doc__ and "tutorial" in module.__doc__ and "section" in module.__doc__
+    assert callable(module.main)
+
+
+# --------------------------------------------------------------------------- main() results
+
+
+def test_quickstart_research_main():
+    example = load("quickstart_research")
+    state = example.main()
+
+    assert state["todos"] and all(t["status"] == "completed" for t in state["todos"])
+    notes = state["files"][example.NOTES_PATH]["content"]
+    assert "LangGraph is a low-level orchestration framework" in notes
+    calls = tool_calls(state)
+    order = [calls.index(n) for n in ("write_todos", "internet_search", "write_file", "read_file")]
+    assert order == sorted(order)
+    answer = state["messages"][-1].content
+    assert "LangGraph" in answer and "orchestration framework" in answer
+    assert "https://docs.langchain.com/oss/python/langgraph/overview" in answer
+
+
+def test_quickstart_offline_search_is_tavily_shaped():
+    search = load("quickstart_research").internet_search
+    found = search("What is langgraph?", max_results=2)
+    assert len(found["results"]) == 2
+    assert set(found["results"][0]) >= {"title", "url", "content"}
+    assert "raw_content" not in found["results"][0]
+    assert "raw_content" in search("langgraph", include_raw_content=True)["results"][0]
+    news = search("langgraph", topic="news")["results"]
+    assert [r["title"] for r in news] == ["LangGraph 1.0 released"]
+    assert search("langgraph", topic="finance")["results"] == []
+
+
+def test_model_with_retries_main():
+    outcome = load("model_with_retries").main()
+    assert outcome["http_requests"] == 3  # two HTTP 500s, then a success
+    assert outcome["answered_requests"] == 1
+    assert "hello!" in outcome["state"]["messages"][-1].content
+
+
+def test_custom_tools_main():
+    outcome = load("custom_tools").main()
+    offered = set(outcome["tools_offered"])
+    assert {"internet_search", "write_todos", "ls", "read_file", "write_file"} <= offered
+    params = outcome["internet_search_schema"]["function"]["parameters"]
+    assert params["required"] == ["query"]
+    assert params["properties"]["topic"]["enum"] == ["general", "news", "finance"]
+    search_call = next(
+        c for m in outcome["state"]["messages"] if isinstance(m, AIMessage) for c in m.tool_calls
+    )
+    assert search_call["args"]["topic"] == "news"
+    results = json.loads(tool_messages(outcome["state"])[0].content)["results"]
+    assert [r["title"] for r in results] == [
+        "LangGraph 1.0 released",
+        "Deep Agents adds async subagents",
+    ]
+    assert "Chip makers" not in outcome["state"]["messages"][-1].content
+
+
+def test_system_prompt_main():
+    example = load("system_prompt")
+    before = os.environ.get("OPENAI_BASE_URL")
+    outcome = example.main()
+    assert os.environ.get("OPENAI_BASE_URL") == before  # the example restores the environment
+    prompt = outcome["system_prompt"]
+    assert prompt.startswith(example.research_instructions.strip())
+    assert prompt.index("## Planning") > len(example.research_instructions.strip())
+    assert "## Files" in prompt
+    assert "Planning, Files" in outcome["state"]["messages"][-1].content
+
+
+def test_custom_middleware_main():
+    outcome = load("custom_middleware").main()
+    assert outcome["call_count"] == 2
+    assert [m.content for m in tool_messages(outcome["state"])] == [
+        "The weather in Paris is sunny.",
+        "The weather in Tokyo is sunny.",
+    ]
+
+
+def test_state_middleware_main():
+    outcome = load("state_middleware").main()
+    assert outcome["x_by_run"] == [("alice", 1), ("alice", 2), ("bob", 1)]
+    assert outcome["x_per_thread"] == {"alice": 2, "bob": 1}
+    assert outcome["mutated_x"] == 4  # the self.x version counts across all threads
+
+
+def test_default_backend_main():
+    example = load("default_backend")
+    outcome = example.main()
+    for run in (outcome["default"], outcome["explicit"]):
+        assert run["answers"] == [
+            f"Saved to {example.NOTE_PATH}.",
+            "You asked me to remember: the deploy window is Friday 18:00 UTC.",
+            "I have no note in this conversation.",
+        ]
+        thread_1, thread_2 = run["files"]["1"], run["files"]["2"]
+        assert thread_1[example.NOTE_PATH]["content"] == "the deploy window is Friday 18:00 UTC."
+        assert thread_2 == {}
+
+
+def test_human_in_the_loop_main():
+    outcome = load("human_in_the_loop").main()
+
+    # Conversation 1: one interrupt with both calls; delete_file approved, send_email rejected.
+    clean_up = outcome["clean_up"]
+    (review,) = clean_up["reviews"]
+    assert [r["name"] for r in review["requests"]] == ["delete_file", "send_email"]
+    assert review["requests"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert review["requests"][1]["allowed_decisions"] == ["approve", "reject"]
+    assert [d["type"] for d in review["decisions"]] == ["approve", "reject"]
+    assert not clean_up["interrupts_left"]
+    results = {m.name: m for m in tool_messages(clean_up["state"])}
+    assert results["read_file"].content == "Contents of /logs/app.log"  # not gated: ran at once
+    assert results["delete_file"].content == "Deleted /logs/app.log"  # approved: ran
+    assert results["send_email"].status == "error"  # rejected: did not run
+    assert "Sent email" not in results["send_email"].content
+
+    # Conversation 2: delete_file edited before it ran, then send_email approved.
+    free_space = outcome["free_space"]
+    first, second = free_space["reviews"]
+    assert first["requests"][0]["args"] == {"path": "/tmp"}
+    assert first["decisions"][0]["type"] == "edit"
+    assert [r["name"] for r in second["requests"]] == ["send_email"]
+    assert [d["type"] for d in second["decisions"]] == ["approve"]
+    results = {m.name: m for m in tool_messages(free_space["state"])}
+    assert results["delete_file"].content.endswith("Deleted /tmp/cache")
+    assert "Deleted /tmp\n" not in results["delete_file"].content + "\n"
+    assert results["send_email"].content == "Sent email to ops@company.com"
+    assert not free_space["interrupts_left"]
+
+
+def test_human_in_the_loop_requires_a_checkpointer():
+    from fathom import create_deep_agent
+    from fathom.testing import ScriptedModel
+
+    example = load("human_in_the_loop")
+    with pytest.raises(ValueError, match="checkpointer"):
+        create_deep_agent(
+            model=ScriptedModel(policy=example.ops_policy),
+            tools=[example.delete_file],
+            interrupt_on={"delete_file": True},
+        )
+
+
+def test_structured_output_main():
+    example = load("structured_output")
+    state = example.main()
+    report = state["structured_response"]
+    assert isinstance(report, example.WeatherReport)
+    assert report.location == "San Francisco, California"
+    assert report.temperature == 18.3
+    assert (report.condition, report.humidity, report.wind_speed) == ("Sunny", 48, 7.6)
+    assert tool_calls(state)[0] == "internet_search"
