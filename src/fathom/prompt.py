@@ -31,6 +31,8 @@ __all__ = [
     "AssembledSystemMessage",
     "PromptAssemblyMiddleware",
     "PromptSection",
+    "PromptSectionMiddleware",
+    "SectionPromptMixin",
     "Stability",
     "add_prompt_section",
     "render_sections",
@@ -146,16 +148,14 @@ class PromptAssemblyMiddleware(AgentMiddleware):
         return await handler(self._assemble(request))
 
 
-class PromptSectionMiddleware(AgentMiddleware):
-    """Adds one fixed section to the system prompt of every model call."""
+class SectionPromptMixin:
+    """Adds `self.section` to the system prompt of every model call.
 
-    def __init__(self, section: PromptSection) -> None:
-        super().__init__()
-        self.section = section
+    Put it before the middleware base class (`class M(SectionPromptMixin, AgentMiddleware)`)
+    so its `wrap_model_call` is the one LangChain finds.
+    """
 
-    @property
-    def name(self) -> str:
-        return f"PromptSection[{self.section.name}]"
+    section: PromptSection
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -168,3 +168,15 @@ class PromptSectionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         return await handler(add_prompt_section(request, self.section))
+
+
+class PromptSectionMiddleware(SectionPromptMixin, AgentMiddleware):
+    """Adds one fixed section to the system prompt of every model call."""
+
+    def __init__(self, section: PromptSection) -> None:
+        super().__init__()
+        self.section = section
+
+    @property
+    def name(self) -> str:
+        return f"PromptSection[{self.section.name}]"

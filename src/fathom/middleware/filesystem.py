@@ -7,10 +7,10 @@ next; nothing raises into the agent loop and nothing is half-written.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Literal
 
-from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -21,7 +21,7 @@ from fathom.backends.paths import PathError, normalize_path
 from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import IMAGE_EXTENSIONS, file_bytes, text_view
-from fathom.prompt import PromptSection, add_prompt_section
+from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 
 __all__ = ["FILESYSTEM_PROMPT", "FILESYSTEM_TOOL_NAMES", "FilesystemMiddleware"]
@@ -432,7 +432,7 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
     ]
 
 
-class FilesystemMiddleware(AgentMiddleware[FilesState, Any, Any]):
+class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, Any]):
     """Gives the agent a virtual filesystem over a backend, and a prompt section about it.
 
     Args:
@@ -464,15 +464,3 @@ class FilesystemMiddleware(AgentMiddleware[FilesState, Any, Any]):
             "filesystem", FILESYSTEM_PROMPT if system_prompt is None else system_prompt
         )
         self.tools = _build_tools(self)
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(add_prompt_section(request, self.section))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(add_prompt_section(request, self.section))

@@ -6,14 +6,13 @@ reject), and a short prompt section tells the model which tools wait for a perso
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware as _LangChainHITL
 from langchain.agents.middleware import InterruptOnConfig
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
 
-from fathom.prompt import PromptSection, add_prompt_section
+from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
     "DEFAULT_DECISIONS",
@@ -69,7 +68,7 @@ def gated_tools(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> list[st
     return sorted(tool for tool, config in interrupt_on.items() if config is not False)
 
 
-class HumanInTheLoopMiddleware(_LangChainHITL):
+class HumanInTheLoopMiddleware(SectionPromptMixin, _LangChainHITL):
     """Pauses before the configured tools run until a person decides.
 
     The interrupt value has `action_requests` (each `{name, args, description}`) and
@@ -89,15 +88,3 @@ class HumanInTheLoopMiddleware(_LangChainHITL):
             "repeat it; follow the reason you are given."
         )
         self.section = PromptSection("approval", text if tools else "", "conditional")
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> Any:
-        return handler(add_prompt_section(request, self.section))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> Any:
-        return await handler(add_prompt_section(request, self.section))

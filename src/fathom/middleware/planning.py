@@ -7,18 +7,14 @@ prompt-section assembly.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 from langchain.agents.middleware import TodoListMiddleware
 from langchain.agents.middleware.todo import Todo, WriteTodosInput
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
-from fathom.prompt import PromptSection, add_prompt_section
+from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = ["PLANNING_PROMPT", "WRITE_TODOS_DESCRIPTION", "PlanningMiddleware", "Todo"]
 
@@ -51,7 +47,7 @@ async def _awrite_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
     return _write_todos(runtime, todos)
 
 
-class PlanningMiddleware(TodoListMiddleware):
+class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
     """`write_todos` with todos in the `todos` state channel (pending / in_progress / completed).
 
     Args:
@@ -79,15 +75,3 @@ class PlanningMiddleware(TodoListMiddleware):
                 infer_schema=False,
             )
         ]
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> Any:
-        return handler(add_prompt_section(request, self.section))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> Any:
-        return await handler(add_prompt_section(request, self.section))
