@@ -7,6 +7,7 @@ whose `error` says what happened, and the tool hands that text to the model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NotRequired, Protocol, runtime_checkable
 
@@ -167,9 +168,6 @@ class BackendProtocol(Protocol):
         ...
 
 
-BackendFactory = Any
-"""A callable `(runtime) -> BackendProtocol`, called for each tool call.
-
-Typed loosely because the runtime a factory receives is LangGraph's `ToolRuntime`, and
-factories written for the reference API accept it positionally.
-"""
+BackendFactory = Callable[[Any], BackendProtocol]
+"""A callable `(runtime) -> BackendProtocol`, called for each tool call with its `ToolRuntime`
+(which factories written for the reference API take positionally)."""
