@@ -28,6 +28,7 @@ from fathom.prompt import (
     PromptAssemblyMiddleware,
     PromptSection,
 )
+from fathom.state import DeepAgentState
 
 __all__ = ["create_deep_agent"]
 
@@ -158,6 +159,7 @@ def create_deep_agent(
         system_prompt=_initial_system_message(system_prompt),
         middleware=stack,
         response_format=response_format,
+        state_schema=DeepAgentState,
         context_schema=context_schema,
         checkpointer=checkpointer,
         store=store,

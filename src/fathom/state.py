@@ -9,14 +9,18 @@ not with the number of steps times the size of the filesystem.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Literal, NotRequired, Required
 
 from langchain.agents.middleware.types import AgentState
+from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
 from typing_extensions import TypedDict
 
 __all__ = [
     "FILES_SNAPSHOT_FREQUENCY",
+    "MESSAGES_SNAPSHOT_FREQUENCY",
+    "DeepAgentState",
     "FileData",
     "FilesState",
     "FilesUpdate",
@@ -77,5 +81,27 @@ class FilesState(AgentState):
         Annotated[
             dict[str, FileData],
             DeltaChannel(reduce_files, snapshot_frequency=FILES_SNAPSHOT_FREQUENCY),
+        ]
+    ]
+
+
+MESSAGES_SNAPSHOT_FREQUENCY = 200
+"""Updates between full snapshots of the `messages` channel (see `DeepAgentState`)."""
+
+
+class DeepAgentState(FilesState):
+    """The state of a deep agent: `messages` and `files` stored as deltas.
+
+    LangChain's default `messages` channel stores the whole conversation in every
+    checkpoint, so a run of N steps stores O(N²) bytes. Here `messages` is a `DeltaChannel`
+    with LangGraph's batch messages reducer (same semantics as `add_messages` for agent
+    use: update by id, `RemoveMessage`, `REMOVE_ALL_MESSAGES`): each checkpoint stores its
+    own step's messages, plus a full snapshot every `MESSAGES_SNAPSHOT_FREQUENCY` updates.
+    """
+
+    messages: Required[
+        Annotated[
+            list[AnyMessage],
+            DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY),
         ]
     ]
