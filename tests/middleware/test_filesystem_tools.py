@@ -810,3 +810,14 @@ def test_second_change_to_one_file_in_a_turn_is_refused_and_the_first_kept(drive
     assert "earlier edit_file call in this same turn" in run.tool_messages[1].text
     assert run.files["/a.txt"]["content"] == "1 two\n"
     assert run.files["/b.txt"]["content"] == "B"
+
+
+def test_grep_says_which_files_were_too_large_to_search(drive) -> None:
+    big = "needle\n" + "x" * (6 * 1024 * 1024)
+    run = drive(
+        tool_call("grep", {"pattern": "needle"}),
+        files={"/big.txt": fd(big), "/small.txt": fd("a needle\n")},
+    )
+    text = run.tool_messages[0].text
+    assert text.splitlines()[0] == "/small.txt"
+    assert "not searched, too large for grep: /big.txt" in text

@@ -68,10 +68,15 @@ class ReadResult:
 
 @dataclass(frozen=True)
 class GrepResult:
-    """Result of `grep`: matches in path then line order, or an error."""
+    """Result of `grep`: matches in path then line order, or an error.
+
+    `skipped` names files that were not searched because they are too large (a fathom
+    addition, so the model learns that the search was not complete).
+    """
 
     error: str | None = None
     matches: list[GrepMatch] | None = None
+    skipped: list[str] | None = None
 
 
 @dataclass(frozen=True)

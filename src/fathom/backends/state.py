@@ -118,6 +118,7 @@ class StateBackend(BackendBase):
         except PathError as error:
             return GrepResult(error=str(error))
         matches: list[GrepMatch] = []
+        skipped: list[str] = []
         for file_path, data in self._under(directory):
             relative = file_path[len(directory) :] if file_path.startswith(directory) else ""
             try:
@@ -126,10 +127,13 @@ class StateBackend(BackendBase):
             except GlobError as error:
                 return GrepResult(error=str(error))
             view = text_view(data)
-            if view.text is None or view.size > MAX_EDIT_BYTES:
+            if view.text is None:
+                continue
+            if view.size > MAX_EDIT_BYTES:
+                skipped.append(file_path)
                 continue
             matches.extend(grep_lines(file_path, view.text, pattern))
-        return GrepResult(matches=matches)
+        return GrepResult(matches=matches, skipped=skipped or None)
 
     def glob(self, pattern: str, path: str = "/") -> GlobResult:
         try:

@@ -196,7 +196,15 @@ def grep_answer(result: Any, pattern: str, mode: str, runtime: ToolRuntime) -> A
     """The `grep` tool's answer in the requested output mode."""
     if result.error:
         return error_message(result.error, runtime, "grep")
-    return _format_grep(pattern, result.matches or [], mode)
+    answer = _format_grep(pattern, result.matches or [], mode)
+    skipped = getattr(result, "skipped", None)
+    if skipped:
+        shown = ", ".join(skipped[:10]) + (" …" if len(skipped) > 10 else "")
+        answer += (
+            f"\n[not searched, too large for grep: {shown}; page through them with "
+            "read_file instead]"
+        )
+    return answer
 
 
 def write_message(result: Any) -> str:
