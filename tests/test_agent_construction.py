@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from fathom import ModelNotConfiguredError, create_deep_agent, resolve_model
-from fathom.testing import ScriptedModel, ai, tool_call
+from fathom.testing import ScriptedModel, ScriptedOpenAIServer, ai, tool_call
 
 USER = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -98,9 +98,13 @@ def test_model_none_reads_fathom_model(monkeypatch):
 
 
 def test_provider_string_goes_through_init_chat_model(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
-    agent = create_deep_agent("openai:gpt-4.1-mini")
-    assert agent is not None
+    script = ScriptedModel(replies=[ai("from the string model")])
+    with ScriptedOpenAIServer(script) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "scripted")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        result = create_deep_agent("openai:gpt-4.1-mini").invoke(USER)
+    assert result["messages"][-1].content == "from the string model"
+    assert "write_todos" in script.requests[0].tool_names
 
 
 def test_unknown_provider_string_names_the_fix():
