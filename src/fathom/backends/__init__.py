@@ -4,6 +4,7 @@ from fathom.backends.base import BackendBase
 from fathom.backends.protocol import (
     BackendFactory,
     BackendProtocol,
+    DeleteResult,
     EditResult,
     FileInfo,
     GlobResult,
@@ -12,6 +13,7 @@ from fathom.backends.protocol import (
     LsResult,
     ReadResult,
     WriteResult,
+    supports_delete,
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import create_file_data
@@ -20,6 +22,7 @@ __all__ = [
     "BackendBase",
     "BackendFactory",
     "BackendProtocol",
+    "DeleteResult",
     "EditResult",
     "FileInfo",
     "GlobResult",
@@ -30,4 +33,5 @@ __all__ = [
     "StateBackend",
     "WriteResult",
     "create_file_data",
+    "supports_delete",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Self
 
 from fathom.backends.protocol import (
+    DeleteResult,
     EditResult,
     GlobResult,
     GrepResult,
@@ -48,3 +49,6 @@ class BackendBase:
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
         return self.edit(file_path, old_string, new_string, replace_all)  # type: ignore[attr-defined]
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        return self.delete(file_path)  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ whose `error` says what happened, and the tool hands that text to the model.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NotRequired, Protocol, runtime_checkable
@@ -18,6 +19,7 @@ from fathom.state import FileData, FilesUpdate
 __all__ = [
     "BackendFactory",
     "BackendProtocol",
+    "DeleteResult",
     "EditResult",
     "FileInfo",
     "GlobResult",
@@ -26,6 +28,7 @@ __all__ = [
     "LsResult",
     "ReadResult",
     "WriteResult",
+    "supports_delete",
 ]
 
 
@@ -110,12 +113,25 @@ class EditResult:
     occurrences: int | None = None
 
 
+@dataclass(frozen=True)
+class DeleteResult:
+    """Result of `delete` (an optional backend method): the removed path, or an error."""
+
+    error: str | None = None
+    path: str | None = None
+    files_update: FilesUpdate | None = None
+
+
 @runtime_checkable
 class BackendProtocol(Protocol):
     """Storage for the virtual filesystem.
 
     Paths are absolute virtual paths (`/notes/a.md`). Implementations return results with
     `error` set instead of raising for anything the model could have caused.
+
+    A class that subclasses the protocol and writes only the sync methods gets async ones
+    that run them in a worker thread. Backends may also offer `delete(file_path)` /
+    `adelete(file_path)` returning a `DeleteResult` (see `supports_delete`).
     """
 
     def ls(self, path: str) -> LsResult:
@@ -146,31 +162,36 @@ class BackendProtocol(Protocol):
 
     async def als(self, path: str) -> LsResult:
         """Async `ls`."""
-        ...
+        return await asyncio.to_thread(self.ls, path)
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         """Async `read`."""
-        ...
+        return await asyncio.to_thread(self.read, file_path, offset, limit)
 
     async def agrep(
         self, pattern: str, path: str | None = None, glob: str | None = None
     ) -> GrepResult:
         """Async `grep`."""
-        ...
+        return await asyncio.to_thread(self.grep, pattern, path, glob)
 
     async def aglob(self, pattern: str, path: str = "/") -> GlobResult:
         """Async `glob`."""
-        ...
+        return await asyncio.to_thread(self.glob, pattern, path)
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
         """Async `write`."""
-        ...
+        return await asyncio.to_thread(self.write, file_path, content)
 
     async def aedit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
         """Async `edit`."""
-        ...
+        return await asyncio.to_thread(self.edit, file_path, old_string, new_string, replace_all)
+
+
+def supports_delete(backend: object) -> bool:
+    """Whether `backend` implements the optional `delete` method."""
+    return callable(getattr(backend, "delete", None))
 
 
 BackendFactory = Callable[[Any], BackendProtocol]

@@ -9,6 +9,7 @@ from fathom.backends.base import BackendBase
 from fathom.backends.globbing import GlobError, glob_matches
 from fathom.backends.paths import PathError, normalize_dir, normalize_path
 from fathom.backends.protocol import (
+    DeleteResult,
     EditResult,
     FileInfo,
     GlobResult,
@@ -225,3 +226,17 @@ class StateBackend(BackendBase):
             files_update={path: update_file_data(data, new_text)},
             occurrences=occurrences,
         )
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Remove one file (directories are not removed; delete their files)."""
+        try:
+            path = normalize_path(file_path)
+        except PathError as error:
+            return DeleteResult(error=str(error))
+        if path not in self.files:
+            if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+                return DeleteResult(
+                    error=f"Error: '{path}' is a directory. Delete the files in it one by one."
+                )
+            return DeleteResult(error=f"Error: File '{path}' not found")
+        return DeleteResult(path=path, files_update={path: None})
