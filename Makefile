@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint clean
+.PHONY: test demo lint clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,19 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
+
+# Benchmarks: fathom runs in .venv; the reference implementation (deepagents) runs in its own
+# environment, created once. Append further `benchmarks/*.py` lines to the recipe.
+REF_VENV := benchmarks/.venv-deepagents
+REF_STAMP := $(REF_VENV)/.installed
+
+$(REF_STAMP):
+	$(PYTHON) -m venv $(REF_VENV)
+	$(REF_VENV)/bin/pip install -q deepagents==0.7.32 langgraph-checkpoint-sqlite
+	touch $(REF_STAMP)
+
+bench: $(STAMP) $(REF_STAMP)
+	$(BIN)/python benchmarks/checkpoint_growth.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

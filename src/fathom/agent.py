@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from fathom.backends.protocol import BackendProtocol
+from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_tools
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
@@ -136,6 +137,7 @@ def create_deep_agent(
     chat_model = resolve_model(model)
 
     stack: list[AgentMiddleware] = [
+        ToolArgsFromMessagesMiddleware(),
         PlanningMiddleware(),
         FilesystemMiddleware(backend=backend),
         *_prompt_caching_middleware(),
@@ -153,7 +155,7 @@ def create_deep_agent(
         stack.append(hitl)
     stack += [PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
 
-    return create_agent(
+    agent = create_agent(
         chat_model,
         tools=list(tools or []),
         system_prompt=_initial_system_message(system_prompt),
@@ -167,3 +169,4 @@ def create_deep_agent(
         name=name,
         cache=cache,
     )
+    return compact_tool_dispatch(agent)

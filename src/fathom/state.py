@@ -85,7 +85,7 @@ class FilesState(AgentState):
     ]
 
 
-MESSAGES_SNAPSHOT_FREQUENCY = 200
+MESSAGES_SNAPSHOT_FREQUENCY = 10_000
 """Updates between full snapshots of the `messages` channel (see `DeepAgentState`)."""
 
 

@@ -9,18 +9,29 @@ Two cases, both seen in real runs:
 - A malformed tool call: the model produced arguments that are not valid JSON, which
   LangChain keeps in `invalid_tool_calls`. Without help the loop would end there; instead
   the model gets an error result for each and another turn to call the tool properly.
+  This happens inside the model step (`wrap_model_call`), not in an `after_model` hook:
+  a hook is a graph node of its own and would add a checkpoint to every step of every run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware.types import AgentMiddleware, AgentState, hook_config
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-__all__ = ["PatchToolCallsMiddleware", "patch_dangling_tool_calls"]
+__all__ = ["MAX_MALFORMED_RETRIES", "PatchToolCallsMiddleware", "patch_dangling_tool_calls"]
+
+MAX_MALFORMED_RETRIES = 3
+"""Extra model calls in one step when every tool call the model makes is malformed."""
 
 
 def _cancelled_result(call: dict[str, Any]) -> ToolMessage:
@@ -80,16 +91,67 @@ class PatchToolCallsMiddleware(AgentMiddleware):
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *patched]}
 
-    @hook_config(can_jump_to=["model"])
-    def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
-        messages = state.get("messages", [])
-        last = messages[-1] if messages else None
-        if not isinstance(last, AIMessage) or not last.invalid_tool_calls:
-            return None
-        results = _malformed_results(last)
-        if not results:
-            return None
-        update: dict[str, Any] = {"messages": results}
-        if not last.tool_calls:
-            update["jump_to"] = "model"
-        return update
+    def wrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse:
+        response = handler(request)
+        added: list[AnyMessage] = []
+        for _ in range(MAX_MALFORMED_RETRIES):
+            retry = _next_attempt(request, response, added)
+            if retry is None:
+                break
+            response = handler(retry)
+        return _with_answers(response, added)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        response = await handler(request)
+        added: list[AnyMessage] = []
+        for _ in range(MAX_MALFORMED_RETRIES):
+            retry = _next_attempt(request, response, added)
+            if retry is None:
+                break
+            response = await handler(retry)
+        return _with_answers(response, added)
+
+
+def _last_ai(response: ModelResponse) -> AIMessage | None:
+    if isinstance(response, AIMessage):  # a handler may answer with the message itself
+        return response
+    return next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+
+
+def _next_attempt(
+    request: ModelRequest, response: ModelResponse, added: list[AnyMessage]
+) -> ModelRequest | None:
+    """The request for another try when the reply's only tool calls are malformed.
+
+    The malformed reply and its error results go into `added` either way they are needed.
+    """
+    last = _last_ai(response)
+    if last is None or not last.invalid_tool_calls or last.tool_calls:
+        return None
+    results = _malformed_results(last)
+    if not results:
+        return None
+    added += [*([response] if isinstance(response, AIMessage) else response.result), *results]
+    return request.override(messages=[*request.messages, *added])
+
+
+def _with_answers(response: ModelResponse, added: list[AnyMessage]) -> ModelResponse:
+    """The final response with earlier attempts before it and errors for malformed calls."""
+    if isinstance(response, AIMessage):
+        response = ModelResponse(result=[response])
+    last = _last_ai(response)
+    answers = _malformed_results(last) if last is not None else []
+    if not added and not answers:
+        return response
+    return ModelResponse(
+        result=[*added, *response.result, *answers],
+        structured_response=response.structured_response,
+    )

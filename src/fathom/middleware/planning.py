@@ -1,16 +1,18 @@
 """Planning: the `write_todos` tool and its prompt section.
 
-Built on LangChain's `TodoListMiddleware` (the `todos` state channel, the tool, and the
-guard against parallel `write_todos` calls), with fathom's shorter instructions and its
-prompt-section assembly.
+Built on LangChain's `TodoListMiddleware` (the `todos` state channel and the tool schema),
+with fathom's shorter instructions and its prompt-section assembly. The guard against
+several `write_todos` calls in one turn lives in the tool rather than in an `after_model`
+hook: a hook is a graph node of its own, and every node adds a checkpoint to every step.
 """
 
 from __future__ import annotations
 
 from langchain.agents.middleware import TodoListMiddleware
 from langchain.agents.middleware.todo import Todo, WriteTodosInput
+from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
@@ -34,7 +36,32 @@ def todo_summary(todos: list[Todo]) -> str:
     return f"Todo list saved: {len(todos)} items ({', '.join(parts) or 'empty'})."
 
 
-def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
+PARALLEL_CALLS_ERROR = (
+    "Error: write_todos was called more than once in one turn, and each call replaces the "
+    "whole list, so none was applied. Call it once with the complete list."
+)
+
+
+def _calls_this_turn(runtime: ToolRuntime) -> int:
+    """How many `write_todos` calls the model message of this call contains."""
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, AIMessage):
+            calls = [c for c in message.tool_calls if c["name"] == "write_todos"]
+            if any(c.get("id") == runtime.tool_call_id for c in calls):
+                return len(calls)
+            return 1
+    return 1
+
+
+def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command | ToolMessage:
+    if _calls_this_turn(runtime) > 1:
+        return ToolMessage(
+            PARALLEL_CALLS_ERROR,
+            tool_call_id=runtime.tool_call_id,
+            name="write_todos",
+            status="error",
+        )
     return Command(
         update={
             "todos": todos,
@@ -43,7 +70,7 @@ def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
     )
 
 
-async def _awrite_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command:
+async def _awrite_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command | ToolMessage:
     return _write_todos(runtime, todos)
 
 
@@ -54,6 +81,10 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
         system_prompt: Replaces the built-in prompt section; `""` adds none.
         tool_description: Replaces the `write_todos` tool description.
     """
+
+    # The parallel-call guard is in the tool; no extra graph node per step.
+    after_model = AgentMiddleware.after_model
+    aafter_model = AgentMiddleware.aafter_model
 
     def __init__(
         self,

@@ -1,0 +1,645 @@
+"""`StoreBackend`: files kept in a LangGraph `BaseStore`, shared across threads.
+
+Each file is one store item: the key is the file's normalised absolute path and the value
+is its `FileData` (`content`, `encoding`, `created_at`, `modified_at`). Directories are not
+stored; they exist while some key lies under them, as in `StateBackend`.
+
+Every operation is written once, as a plan: a generator that yields the store reads and
+writes it needs (`_Get`, `_ListAll`, `_Put`, `_Remove`) and returns the result. The sync
+methods run a plan with the store's sync API and the async methods with its async API
+(`aget`, `aput`, `adelete`, `asearch`), so both share one body. The decisions themselves
+(what `ls` lists, what `edit` refuses, every message) are `StateBackend`'s, applied to the
+files fetched from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+import warnings
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Self, TypeVar
+
+from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
+
+from fathom.backends.base import BackendBase
+from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends.protocol import (
+    DeleteResult,
+    EditResult,
+    FileInfo,
+    GlobResult,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from fathom.backends.state import StateBackend
+from fathom.state import FileData
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "NAMESPACE_DEPRECATION",
+    "NO_STORE_ERROR",
+    "PAGE_SIZE",
+    "NamespaceFactory",
+    "NamespaceRuntime",
+    "StoreBackend",
+    "namespace_problem",
+    "validate_namespace",
+]
+
+NamespaceFactory = Callable[[Any], tuple[str, ...]]
+"""A callable `(runtime) -> namespace`, called for every operation with a `NamespaceRuntime`
+wrapping the LangGraph runtime of the current tool call."""
+
+DEFAULT_NAMESPACE: tuple[str, ...] = ("filesystem",)
+"""Where files go when no namespace is given and no assistant id is known."""
+
+PAGE_SIZE = 500
+"""Items fetched per `search` call while listing a namespace."""
+
+NO_STORE_ERROR = (
+    "Error: no LangGraph store is configured. Pass store=... to create_deep_agent "
+    "(e.g. InMemoryStore())."
+)
+
+NAMESPACE_DEPRECATION = (
+    "StoreBackend namespace factories now receive the LangGraph Runtime; use rt.<field> "
+    "instead of ctx.runtime.<field> (ctx.state has no replacement: namespaces must not "
+    "depend on mutable state)"
+)
+
+_ALLOWED_DESCRIPTION = (
+    "ASCII letters, digits and the characters - _ . @ + : ~ "
+    "(wildcards such as * and ? are not allowed)"
+)
+_COMPONENT = re.compile(r"[A-Za-z0-9\-_.@+:~]+")
+_ALLOWED_CHAR = re.compile(r"[A-Za-z0-9\-_.@+:~]")
+
+R = TypeVar("R")
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def namespace_problem(namespace: object) -> str | None:
+    """What is wrong with `namespace`, or `None` when it is a valid store namespace.
+
+    A namespace is a non-empty tuple of non-empty strings made only of ASCII letters,
+    digits and `-`, `_`, `.`, `@`, `+`, `:`, `~`.
+    """
+    if not isinstance(namespace, tuple):
+        return (
+            f"the namespace must be a tuple of strings, got {type(namespace).__name__} "
+            f"{namespace!r}"
+        )
+    if not namespace:
+        return "the namespace is an empty tuple; give at least one component"
+    for component in namespace:
+        if not isinstance(component, str):
+            return (
+                f"component {component!r} of {namespace!r} is a {type(component).__name__}, "
+                "not a string"
+            )
+        if not component:
+            return f"{namespace!r} has an empty component; components must be non-empty"
+        if not _COMPONENT.fullmatch(component):
+            bad = next(char for char in component if not _ALLOWED_CHAR.fullmatch(char))
+            return (
+                f"component {component!r} of {namespace!r} contains {bad!r}; components may "
+                f"only contain {_ALLOWED_DESCRIPTION}"
+            )
+    return None
+
+
+def validate_namespace(namespace: object) -> tuple[str, ...]:
+    """Return `namespace` if it is a valid store namespace, else raise `ValueError`."""
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise ValueError(f"Invalid StoreBackend namespace: {problem}.")
+    return namespace  # type: ignore[return-value]
+
+
+class NamespaceRuntime:
+    """What a namespace factory receives: the LangGraph runtime, attribute for attribute.
+
+    `rt.context`, `rt.store`, `rt.execution_info`, `rt.server_info` (and, for a tool call's
+    `ToolRuntime`, `rt.config`) are the wrapped runtime's. The `BackendContext` accessors of
+    the older factory form still work but warn: `ctx.runtime` is the runtime itself and
+    `ctx.state` the graph state.
+    """
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Any) -> None:
+        self._runtime = runtime
+
+    def __getattr__(self, name: str) -> Any:
+        runtime = object.__getattribute__(self, "_runtime")
+        if runtime is None:
+            raise AttributeError(
+                f"no LangGraph runtime is available to read {name!r} from: the StoreBackend "
+                "is not bound to a tool call and is not running inside a graph"
+            )
+        return getattr(runtime, name)
+
+    @property
+    def runtime(self) -> Any:
+        """Deprecated: the runtime itself (use the attributes of this object directly)."""
+        warnings.warn(NAMESPACE_DEPRECATION, DeprecationWarning, stacklevel=2)
+        return self._runtime
+
+    @property
+    def state(self) -> Any:
+        """Deprecated: the graph state of the tool call, `None` when there is none."""
+        warnings.warn(NAMESPACE_DEPRECATION, DeprecationWarning, stacklevel=2)
+        return getattr(self._runtime, "state", None)
+
+    def __repr__(self) -> str:
+        return f"NamespaceRuntime({self._runtime!r})"
+
+
+def _graph_runtime() -> Any:
+    """The runtime of the graph run this code is part of, or `None` outside one."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime()
+    except (RuntimeError, KeyError, LookupError):
+        return None
+
+
+def _graph_store() -> BaseStore | None:
+    """The store of the graph run this code is part of, or `None`."""
+    try:
+        from langgraph.config import get_store
+
+        return get_store()
+    except (RuntimeError, KeyError, LookupError, AttributeError):
+        return None
+
+
+def _assistant_id(runtime: Any) -> str | None:
+    """The assistant id from the server info, else from the run config's metadata."""
+    server_info = getattr(runtime, "server_info", None)
+    assistant_id = getattr(server_info, "assistant_id", None)
+    if isinstance(assistant_id, str) and assistant_id:
+        return assistant_id
+    config = getattr(runtime, "config", None)
+    if config is None:
+        try:
+            from langgraph.config import get_config
+
+            config = get_config()
+        except (RuntimeError, LookupError):
+            config = None
+    metadata = config.get("metadata") if isinstance(config, Mapping) else None
+    assistant_id = metadata.get("assistant_id") if isinstance(metadata, Mapping) else None
+    return assistant_id if isinstance(assistant_id, str) and assistant_id else None
+
+
+# --------------------------------------------------------------------------- stored values
+
+
+def _iso(moment: datetime | None) -> str:
+    if not isinstance(moment, datetime):
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _file_data(item: Item) -> FileData | None:
+    """The `FileData` of a stored item, or `None` when its value holds no text content.
+
+    Legacy values whose `content` is a list of lines are joined with newlines; missing
+    timestamps are taken from the item.
+    """
+    value = item.value
+    if not isinstance(value, Mapping):
+        return None
+    content = value.get("content")
+    if isinstance(content, list) and all(isinstance(line, str) for line in content):
+        content = "\n".join(content)
+    if not isinstance(content, str):
+        return None
+    created_at = value.get("created_at")
+    modified_at = value.get("modified_at")
+    return FileData(
+        content=content,
+        encoding="base64" if value.get("encoding") == "base64" else "utf-8",
+        created_at=created_at if isinstance(created_at, str) else _iso(item.created_at),
+        modified_at=modified_at if isinstance(modified_at, str) else _iso(item.updated_at),
+    )
+
+
+def _unreadable(path: str) -> str:
+    return (
+        f"Error: '{path}' is stored in a format this backend cannot read (its value has no "
+        "text 'content'). Delete it and write it again."
+    )
+
+
+class _Snapshot(StateBackend):
+    """`StateBackend`'s logic over files fetched from the store."""
+
+    def __init__(self, files: Mapping[str, FileData]) -> None:
+        super().__init__(None)
+        self._files = files
+
+    @property
+    def files(self) -> Mapping[str, FileData]:
+        return self._files
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """Every item of one namespace: readable files, and keys whose value is not a file."""
+
+    files: dict[str, FileData]
+    unreadable: frozenset[str]
+
+    def for_listing(self) -> _Snapshot:
+        """All keys, unreadable ones as empty placeholders (their size is removed later)."""
+        placeholder = FileData(content="", encoding="utf-8", created_at="", modified_at="")
+        return _Snapshot({**dict.fromkeys(self.unreadable, placeholder), **self.files})
+
+    def strip(self, entries: list[FileInfo] | None) -> list[FileInfo] | None:
+        """Drop the placeholder size and time from entries of unreadable keys."""
+        if entries is None or not self.unreadable:
+            return entries
+        return [
+            FileInfo(path=entry["path"], is_dir=False)
+            if entry["path"] in self.unreadable
+            else entry
+            for entry in entries
+        ]
+
+
+def _listing(items: list[Item]) -> _Listing:
+    files: dict[str, FileData] = {}
+    unreadable: set[str] = set()
+    for item in items:
+        data = _file_data(item)
+        if data is None:
+            unreadable.add(item.key)
+        else:
+            files[item.key] = data
+    return _Listing(files, frozenset(unreadable))
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class _Get:
+    """Fetch one item; the plan receives the `Item` or `None`."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class _ListAll:
+    """Fetch every item of the namespace; the plan receives a `_Listing`."""
+
+
+@dataclass(frozen=True)
+class _Put:
+    key: str
+    value: FileData
+
+
+@dataclass(frozen=True)
+class _Remove:
+    key: str
+
+
+_Op = _Get | _ListAll | _Put | _Remove
+
+
+def _ls_plan(path: str) -> Generator[_Op, Any, LsResult]:
+    try:
+        normalize_dir(path)
+    except PathError as error:
+        return LsResult(error=str(error))
+    listing: _Listing = yield _ListAll()
+    result = listing.for_listing().ls(path)
+    return LsResult(error=result.error, entries=listing.strip(result.entries))
+
+
+def _read_plan(file_path: str) -> Generator[_Op, Any, ReadResult]:
+    try:
+        path = normalize_path(file_path)
+    except PathError as error:
+        return ReadResult(error=str(error))
+    item: Item | None = yield _Get(path)
+    if item is None:
+        listing: _Listing = yield _ListAll()
+        return listing.for_listing().read(path)
+    data = _file_data(item)
+    if data is None:
+        return ReadResult(error=_unreadable(path))
+    return ReadResult(file_data=data)
+
+
+def _grep_plan(pattern: str, path: str | None, glob: str | None) -> Generator[_Op, Any, GrepResult]:
+    try:
+        normalize_dir(path)
+    except PathError as error:
+        return GrepResult(error=str(error))
+    listing: _Listing = yield _ListAll()
+    return _Snapshot(listing.files).grep(pattern, path, glob)
+
+
+def _glob_plan(pattern: str, path: str) -> Generator[_Op, Any, GlobResult]:
+    try:
+        normalize_dir(path)
+    except PathError as error:
+        return GlobResult(error=str(error))
+    listing: _Listing = yield _ListAll()
+    result = listing.for_listing().glob(pattern, path)
+    return GlobResult(error=result.error, matches=listing.strip(result.matches))
+
+
+def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult]:
+    try:
+        path = normalize_path(file_path)
+    except PathError as error:
+        return WriteResult(error=str(error))
+    if path == "/":
+        return _Snapshot({}).write(path, content)
+    listing: _Listing = yield _ListAll()
+    result = listing.for_listing().write(path, content)
+    data = (result.files_update or {}).get(path)
+    if result.error or data is None:
+        return result
+    yield _Put(path, data)
+    return WriteResult(path=path)
+
+
+def _edit_plan(
+    file_path: str, old_string: str, new_string: str, replace_all: bool
+) -> Generator[_Op, Any, EditResult]:
+    try:
+        path = normalize_path(file_path)
+    except PathError as error:
+        return EditResult(error=str(error))
+    item: Item | None = yield _Get(path)
+    if item is None:
+        return _Snapshot({}).edit(path, old_string, new_string, replace_all)
+    data = _file_data(item)
+    if data is None:
+        return EditResult(error=_unreadable(path))
+    result = _Snapshot({path: data}).edit(path, old_string, new_string, replace_all)
+    new_data = (result.files_update or {}).get(path)
+    if result.error or new_data is None:
+        return result
+    yield _Put(path, new_data)
+    return EditResult(path=path, occurrences=result.occurrences)
+
+
+def _delete_plan(file_path: str) -> Generator[_Op, Any, DeleteResult]:
+    try:
+        path = normalize_path(file_path)
+    except PathError as error:
+        return DeleteResult(error=str(error))
+    item: Item | None = yield _Get(path)
+    if item is None:
+        listing: _Listing = yield _ListAll()
+        return listing.for_listing().delete(path)
+    yield _Remove(path)
+    return DeleteResult(path=path)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+def _own(items: list[Item], namespace: tuple[str, ...]) -> list[Item]:
+    """The items of exactly `namespace` (a prefix search also returns sub-namespaces)."""
+    return [item for item in items if tuple(item.namespace) == namespace]
+
+
+class StoreBackend(BackendBase):
+    """Files in a LangGraph `BaseStore`: they persist across threads and runs.
+
+    Args:
+        runtime: The runtime to serve (the reference's factory style,
+            `lambda rt: StoreBackend(rt)`). The filesystem middleware binds a backend to
+            each tool call's `ToolRuntime` anyway, so `StoreBackend()` is enough there.
+        namespace: Where the files live in the store. A tuple of strings, or a factory
+            `(rt) -> tuple[str, ...]` called for every operation with the tool call's
+            runtime (`rt.context`, `rt.execution_info.thread_id`,
+            `rt.server_info.assistant_id`, ...). Components may only hold ASCII letters,
+            digits and `- _ . @ + : ~`. Defaults to `(assistant_id, "filesystem")` when an
+            assistant id is known (LangGraph server), else `("filesystem",)`; in
+            multi-user deployments always pass a factory.
+        store: The store to use. Defaults to the runtime's store (the one given to
+            `create_deep_agent(store=...)` or provided by the platform).
+
+    Raises:
+        ValueError: `namespace` is a tuple that is not a valid namespace.
+
+    Operations never raise for a missing store or a bad namespace from a factory: they
+    return a result whose `error` says what is wrong, and the store is not touched.
+    Writes store the file directly and return `files_update=None`. Creation is
+    check-then-put, so two concurrent writers of one new path may both succeed.
+    """
+
+    def __init__(
+        self,
+        runtime: Any = None,
+        *,
+        namespace: tuple[str, ...] | NamespaceFactory | None = None,
+        store: BaseStore | None = None,
+    ) -> None:
+        if namespace is not None and not callable(namespace):
+            namespace = validate_namespace(namespace)
+        self._runtime = runtime
+        self._namespace = namespace
+        self._store = store
+
+    def bind(self, runtime: Any) -> Self:
+        """A copy of this backend serving `runtime` (a tool call's `ToolRuntime`)."""
+        bound = copy.copy(self)
+        bound._runtime = runtime
+        return bound
+
+    # ----------------------------------------------------------------- resolution
+
+    def _target(self) -> tuple[BaseStore, tuple[str, ...]] | str:
+        """The store and namespace for one operation, or the error to return."""
+        runtime = self._runtime if self._runtime is not None else _graph_runtime()
+        store = self._store
+        if store is None:
+            store = getattr(runtime, "store", None)
+        if store is None:
+            store = _graph_store()
+        if store is None:
+            return NO_STORE_ERROR
+        if isinstance(self._namespace, tuple):
+            return store, self._namespace  # validated when the backend was made
+        namespace: object
+        if self._namespace is None:
+            assistant_id = _assistant_id(runtime)
+            namespace = (assistant_id, "filesystem") if assistant_id else DEFAULT_NAMESPACE
+        else:
+            try:
+                namespace = self._namespace(NamespaceRuntime(runtime))
+            except Exception as error:
+                return (
+                    "Error: the StoreBackend namespace factory failed with "
+                    f"{type(error).__name__}: {error}"
+                )
+        problem = namespace_problem(namespace)
+        if problem is not None:
+            return f"Error: invalid StoreBackend namespace: {problem}."
+        return store, namespace  # type: ignore[return-value]
+
+    # ----------------------------------------------------------------- running plans
+
+    @staticmethod
+    def _rejected(namespace: tuple[str, ...], error: Exception) -> str:
+        return f"Error: the store rejected the namespace {namespace!r}: {error}"
+
+    def _run(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
+        """Run `plan` against the store with the sync API."""
+        target = self._target()
+        if isinstance(target, str):
+            plan.close()
+            return failure(error=target)
+        store, namespace = target
+        try:
+            op = next(plan)
+            while True:
+                op = plan.send(self._execute(store, namespace, op))
+        except StopIteration as done:
+            return done.value
+        except InvalidNamespaceError as error:
+            return failure(error=self._rejected(namespace, error))
+
+    async def _arun(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
+        """Run `plan` against the store with the async API."""
+        target = self._target()
+        if isinstance(target, str):
+            plan.close()
+            return failure(error=target)
+        store, namespace = target
+        try:
+            op = next(plan)
+            while True:
+                op = plan.send(await self._aexecute(store, namespace, op))
+        except StopIteration as done:
+            return done.value
+        except InvalidNamespaceError as error:
+            return failure(error=self._rejected(namespace, error))
+
+    @staticmethod
+    def _execute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
+        if isinstance(op, _Get):
+            return store.get(namespace, op.key)
+        if isinstance(op, _Put):
+            store.put(namespace, op.key, dict(op.value))
+            return None
+        if isinstance(op, _Remove):
+            store.delete(namespace, op.key)
+            return None
+        items: list[Item] = []
+        offset = 0
+        while True:
+            page = store.search(namespace, limit=PAGE_SIZE, offset=offset)
+            items.extend(_own(page, namespace))
+            if len(page) < PAGE_SIZE:
+                return _listing(items)
+            offset += len(page)
+
+    @staticmethod
+    async def _aexecute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
+        try:
+            if isinstance(op, _Get):
+                return await store.aget(namespace, op.key)
+            if isinstance(op, _Put):
+                await store.aput(namespace, op.key, dict(op.value))
+                return None
+            if isinstance(op, _Remove):
+                await store.adelete(namespace, op.key)
+                return None
+            items: list[Item] = []
+            offset = 0
+            while True:
+                page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
+                items.extend(_own(page, namespace))
+                if len(page) < PAGE_SIZE:
+                    return _listing(items)
+                offset += len(page)
+        except NotImplementedError:
+            # A store with only a sync API (e.g. `SqliteStore`): run it in a worker thread.
+            return await asyncio.to_thread(StoreBackend._execute, store, namespace, op)
+
+    # ----------------------------------------------------------------- operations
+
+    def ls(self, path: str) -> LsResult:
+        """List the files and directories directly under `path`."""
+        return self._run(_ls_plan(path), LsResult)
+
+    async def als(self, path: str) -> LsResult:
+        """Async `ls`, on the store's async API."""
+        return await self._arun(_ls_plan(path), LsResult)
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Read a whole file (the tool pages it with `offset`/`limit`)."""
+        return self._run(_read_plan(file_path), ReadResult)
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Async `read`, on the store's async API."""
+        return await self._arun(_read_plan(file_path), ReadResult)
+
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+        """Find lines containing the literal `pattern` under `path`."""
+        return self._run(_grep_plan(pattern, path, glob), GrepResult)
+
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None
+    ) -> GrepResult:
+        """Async `grep`, on the store's async API."""
+        return await self._arun(_grep_plan(pattern, path, glob), GrepResult)
+
+    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+        """Find files under `path` whose path matches the glob `pattern`."""
+        return self._run(_glob_plan(pattern, path), GlobResult)
+
+    async def aglob(self, pattern: str, path: str = "/") -> GlobResult:
+        """Async `glob`, on the store's async API."""
+        return await self._arun(_glob_plan(pattern, path), GlobResult)
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Create a new file in the store; an existing file is an error."""
+        return self._run(_write_plan(file_path, content), WriteResult)
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        """Async `write`, on the store's async API."""
+        return await self._arun(_write_plan(file_path, content), WriteResult)
+
+    def edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Replace `old_string` (unique unless `replace_all`) with `new_string` in the store."""
+        return self._run(_edit_plan(file_path, old_string, new_string, replace_all), EditResult)
+
+    async def aedit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Async `edit`, on the store's async API."""
+        plan = _edit_plan(file_path, old_string, new_string, replace_all)
+        return await self._arun(plan, EditResult)
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Remove one file (directories are not removed; delete their files)."""
+        return self._run(_delete_plan(file_path), DeleteResult)
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        """Async `delete`, on the store's async API."""
+        return await self._arun(_delete_plan(file_path), DeleteResult)
