@@ -10,11 +10,13 @@ from fathom.middleware import (
 )
 from fathom.middleware.human_in_the_loop import InterruptOnConfig
 from fathom.models import ModelNotConfiguredError, resolve_model
+from fathom.permissions import FilesystemPermission
 from fathom.prompt import PromptSection
 
 __all__ = [
     "BackendProtocol",
     "FilesystemMiddleware",
+    "FilesystemPermission",
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
     "ModelNotConfiguredError",

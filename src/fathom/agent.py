@@ -23,6 +23,7 @@ from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.planning import PlanningMiddleware
 from fathom.models import resolve_model
+from fathom.permissions import FilesystemPermission
 from fathom.prompt import (
     BASE_PROMPT,
     AssembledSystemMessage,
@@ -74,7 +75,7 @@ def create_deep_agent(
     subagents: Sequence[Any] | None = None,
     skills: list[str] | None = None,
     memory: list[str] | None = None,
-    permissions: list[Any] | None = None,
+    permissions: Sequence[FilesystemPermission] | None = None,
     backend: BackendProtocol | Callable[[Any], BackendProtocol] | None = None,
     interrupt_on: dict[str, bool | InterruptOnConfig] | None = None,
     response_format: Any = None,
@@ -101,8 +102,8 @@ def create_deep_agent(
         subagents: Subagent specs (not available yet: raises `NotImplementedError`).
         skills: Skill source paths (not available yet: raises `NotImplementedError`).
         memory: `AGENTS.md` paths (not available yet: raises `NotImplementedError`).
-        permissions: Filesystem permission rules (not available yet: raises
-            `NotImplementedError`).
+        permissions: Ordered `FilesystemPermission` rules for the file tools, checked
+            before the backend is touched: first match wins, no match allows.
         backend: Where files live: a backend or a factory `(runtime) -> backend`.
             Defaults to `StateBackend()`.
         interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
@@ -123,7 +124,8 @@ def create_deep_agent(
     Raises:
         ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
         ValueError: `interrupt_on` without a checkpointer, or a bad `interrupt_on` entry.
-        NotImplementedError: a parameter whose feature fathom does not have yet.
+        NotImplementedError: a parameter whose feature fathom does not have yet, or
+            `permissions` on paths served by a backend that can run shell commands.
     """
     if subagents:
         raise _not_yet("subagents", "the subagent middleware (the `task` tool)")
@@ -131,15 +133,13 @@ def create_deep_agent(
         raise _not_yet("skills", "the skills middleware")
     if memory:
         raise _not_yet("memory", "the memory middleware (AGENTS.md loading)")
-    if permissions:
-        raise _not_yet("permissions", "filesystem permission rules")
 
     chat_model = resolve_model(model)
 
     stack: list[AgentMiddleware] = [
         ToolArgsFromMessagesMiddleware(),
         PlanningMiddleware(),
-        FilesystemMiddleware(backend=backend),
+        FilesystemMiddleware(backend=backend, permissions=permissions),
         *_prompt_caching_middleware(),
         *middleware,
     ]

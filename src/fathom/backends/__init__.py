@@ -1,6 +1,8 @@
 """Backends: where the agent's files live."""
 
 from fathom.backends.base import BackendBase
+from fathom.backends.composite import CompositeBackend
+from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.protocol import (
     BackendFactory,
     BackendProtocol,
@@ -21,14 +23,18 @@ from fathom.backends.utils import create_file_data
 __all__ = [
     "BackendBase",
     "BackendFactory",
+    "BackendPolicy",
     "BackendProtocol",
+    "CompositeBackend",
     "DeleteResult",
     "EditResult",
     "FileInfo",
+    "FileOperation",
     "GlobResult",
     "GrepMatch",
     "GrepResult",
     "LsResult",
+    "PolicyBackend",
     "ReadResult",
     "StateBackend",
     "WriteResult",

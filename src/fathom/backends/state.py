@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
+from langgraph._internal._constants import CONFIG_KEY_READ
+from langgraph.config import get_config
+
 from fathom.backends.base import BackendBase
 from fathom.backends.globbing import GlobError, glob_matches
 from fathom.backends.paths import PathError, normalize_dir, normalize_path
@@ -42,6 +45,21 @@ def file_info(path: str, data: FileData) -> FileInfo:
     )
 
 
+def _files_of_current_step() -> Mapping[str, FileData]:
+    """The `files` channel of the graph step this code runs in; empty outside a graph."""
+    try:
+        config = get_config()
+    except RuntimeError:
+        return {}
+    read = config.get("configurable", {}).get(CONFIG_KEY_READ)
+    if read is None:
+        return {}
+    try:
+        return read("files", True) or {}
+    except Exception:  # a graph without a files channel
+        return {}
+
+
 class StateBackend(BackendBase):
     """Files in the `files` channel of the current thread's state.
 
@@ -50,24 +68,43 @@ class StateBackend(BackendBase):
     apply to state; the backend itself never mutates anything.
 
     `StateBackend()` is bound to each tool call's runtime by the filesystem middleware;
-    `StateBackend(runtime)` (the reference's factory style) binds it directly.
+    `StateBackend(runtime)` (the reference's factory style) binds it directly. Unbound (for
+    example inside a wrapper that does not forward `bind`), it reads the `files` channel of
+    the graph step it runs in.
     """
 
     def __init__(self, runtime: Any = None) -> None:
         self._runtime = runtime
+        self._mount = "/"
 
     def bind(self, runtime: Any) -> Self:
         """A backend reading the state of `runtime` (a tool call's `ToolRuntime`)."""
-        return type(self)(runtime)
+        bound = type(self)(runtime)
+        bound._mount = self._mount
+        return bound
+
+    def mounted_at(self, prefix: str) -> Self:
+        """A view of the files under `prefix` (ending in `/`), with the prefix cut off.
+
+        `CompositeBackend` uses it for a state route: the files live in state under their
+        full path, the routed backend sees paths relative to the route.
+        """
+        mounted = type(self)(self._runtime)
+        mounted._mount = prefix
+        return mounted
 
     @property
     def files(self) -> Mapping[str, FileData]:
-        """The files in the bound runtime's state (empty when unbound)."""
+        """The files in the bound runtime's state (or the current graph step's)."""
         state = getattr(self._runtime, "state", None)
         if state is None:
-            return {}
-        files = state.get("files") if isinstance(state, Mapping) else None
-        return files or {}
+            files = _files_of_current_step()
+        else:
+            files = (state.get("files") if isinstance(state, Mapping) else None) or {}
+        if self._mount == "/":
+            return files
+        cut = len(self._mount) - 1
+        return {path[cut:]: data for path, data in files.items() if path.startswith(self._mount)}
 
     def ls(self, path: str) -> LsResult:
         try:

@@ -7,7 +7,7 @@ next; nothing raises into the agent loop and nothing is half-written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import AgentMiddleware
@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from fathom.backends.paths import PathError, normalize_path
+from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
 from fathom.middleware.fs_answers import (
@@ -29,6 +30,7 @@ from fathom.middleware.fs_answers import (
     read_answer,
     write_message,
 )
+from fathom.permissions import FilesystemPermission, PermissionPolicy, check_permissions_apply
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 
@@ -154,7 +156,10 @@ def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: st
 
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
     def backend(runtime: ToolRuntime) -> BackendProtocol:
-        return resolve_backend(middleware.backend, runtime)
+        resolved = resolve_backend(middleware.backend, runtime)
+        if middleware.permissions:
+            return PolicyBackend(resolved, [PermissionPolicy(middleware.permissions)])
+        return resolved
 
     descriptions = {**DESCRIPTIONS, **middleware.tool_descriptions}
 
@@ -266,8 +271,13 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
     Args:
         backend: A `BackendProtocol`, or a factory `(runtime) -> BackendProtocol` called for
             every tool call. Defaults to `StateBackend()` (files in the thread's state).
+        permissions: Ordered `FilesystemPermission` rules, checked before the backend is
+            called (first match wins; no match allows).
         system_prompt: Replaces the built-in prompt section; `""` adds none.
         tool_descriptions: Replaces the descriptions of the named tools.
+
+    Raises:
+        NotImplementedError: `permissions` on paths a shell-capable backend serves.
     """
 
     state_schema = FilesState
@@ -276,11 +286,14 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         self,
         *,
         backend: Backend | None = None,
+        permissions: Sequence[FilesystemPermission] | None = None,
         system_prompt: str | None = None,
         tool_descriptions: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.backend: Backend = backend if backend is not None else StateBackend()
+        self.permissions = list(permissions or [])
+        check_permissions_apply(self.permissions, self.backend)
         self.tool_descriptions = dict(tool_descriptions or {})
         unknown = set(self.tool_descriptions) - set(FILESYSTEM_TOOL_NAMES)
         if unknown:

@@ -1,0 +1,181 @@
+"""Filesystem permissions: ordered allow/deny rules for the built-in file tools.
+
+Rules are checked in the order given and the first rule that matches an operation decides;
+when none matches, the operation is allowed. `"read"` covers `ls`, `read_file`, `glob` and
+`grep`; `"write"` covers `write_file`, `edit_file` (and deleting). Paths are glob patterns
+over absolute paths with `*`, `?`, `**`, `[abc]` and `{a,b}`; a pattern ending in `/`
+covers everything under that directory. Rules are enforced by a policy hook in front of
+the backend, so a refused operation never reaches storage, and `ls` / `glob` / `grep`
+leave out what may not be read.
+
+Permissions govern the file tools only: a backend that can `execute` shell commands can
+reach any path, so rules cannot be promised there (see `check_permissions_apply`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fathom.backends.globbing import GlobError, compile_glob
+from fathom.backends.policy import BackendPolicy, FileOperation
+
+__all__ = [
+    "FilesystemPermission",
+    "PermissionPolicy",
+    "check_permissions_apply",
+    "first_matching_rule",
+]
+
+Operation = Literal["read", "write"]
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+@dataclass(frozen=True)
+class FilesystemPermission:
+    """One rule: `mode` for `operations` on paths matching any of `paths`.
+
+    Args:
+        operations: `"read"` and/or `"write"`.
+        paths: Absolute glob patterns, e.g. `"/workspace/**"`, `"/**/.env"`,
+            `"/{docs,notes}/**"`.
+        mode: `"allow"` (the default) or `"deny"`.
+    """
+
+    operations: Sequence[Operation]
+    paths: Sequence[str]
+    mode: Literal["allow", "deny"] = "allow"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.operations, str) or isinstance(self.paths, str):
+            raise TypeError("operations and paths are lists, e.g. operations=['write'].")
+        if not self.operations or set(self.operations) - {"read", "write"}:
+            raise ValueError(
+                f"operations must be a non-empty list of 'read' / 'write', not {self.operations!r}"
+            )
+        if self.mode not in ("allow", "deny"):
+            raise ValueError(f"mode must be 'allow' or 'deny', not {self.mode!r}")
+        if not self.paths:
+            raise ValueError("paths must list at least one glob pattern, e.g. ['/workspace/**'].")
+        for pattern in self.paths:
+            if not isinstance(pattern, str) or not pattern.startswith("/"):
+                raise ValueError(f"Permission paths are absolute patterns; got {pattern!r}.")
+            try:
+                compile_glob(_full_pattern(pattern))
+            except GlobError as error:
+                raise ValueError(str(error)) from None
+
+    def matches(self, operation: Operation, candidates: Iterable[str]) -> bool:
+        """Whether this rule covers `operation` on any of the `candidates` path forms."""
+        if operation not in self.operations:
+            return False
+        regexes = [compile_glob(_full_pattern(p)) for p in self.paths]
+        return any(r.match(c) for r in regexes for c in candidates)
+
+    def describe(self) -> str:
+        """`deny write /policies/**` — how the rule is named in an error message."""
+        return f"{self.mode} {'/'.join(self.operations)} {', '.join(self.paths)}"
+
+
+def _full_pattern(pattern: str) -> str:
+    return pattern + "**" if pattern.endswith("/") else pattern
+
+
+def _candidates(path: str, directory: bool) -> list[str]:
+    """The forms of a path a rule may name: a directory is matched with and without `/`."""
+    if not directory:
+        return [path]
+    bare = path.rstrip("/") or "/"
+    return [bare, bare if bare == "/" else bare + "/"]
+
+
+def first_matching_rule(
+    rules: Sequence[FilesystemPermission], operation: Operation, path: str, directory: bool
+) -> tuple[int, FilesystemPermission] | None:
+    """The first rule (1-based index, rule) that decides `operation` on `path`."""
+    candidates = _candidates(path, directory)
+    for index, rule in enumerate(rules, start=1):
+        if rule.matches(operation, candidates):
+            return index, rule
+    return None
+
+
+_VERB = {"read": "reading", "write": "changing"}
+
+
+class PermissionPolicy(BackendPolicy):
+    """The policy hook that enforces `FilesystemPermission` rules."""
+
+    def __init__(self, rules: Sequence[FilesystemPermission]) -> None:
+        self.rules = list(rules)
+
+    def allows(self, operation: Operation, path: str, directory: bool = False) -> bool:
+        """Whether `operation` on `path` is allowed (no matching rule: allowed)."""
+        decided = first_matching_rule(self.rules, operation, path, directory)
+        return decided is None or decided[1].mode == "allow"
+
+    def check(self, operation: FileOperation) -> str | None:
+        path = operation.normalized_path
+        if path is None:
+            return None  # the backend answers with the path error itself
+        decided = first_matching_rule(self.rules, operation.kind, path, operation.is_listing)
+        if decided is None or decided[1].mode == "allow":
+            return None
+        index, rule = decided
+        allowed = [r.describe() for r in self.rules if r.mode == "allow"]
+        hint = (
+            f" Allowed: {'; '.join(allowed)}." if allowed else ""
+        ) + " Do not retry this path; work within what is allowed or ask the user."
+        return (
+            f"Error: permission denied: {_VERB[operation.kind]} '{path}' is not allowed "
+            f"(rule {index}: {rule.describe()}).{hint}"
+        )
+
+    def can_see(self, path: str) -> bool:
+        return self.allows("read", path, directory=path.endswith("/"))
+
+
+def _literal_prefix(pattern: str) -> str:
+    match = _GLOB_CHARS.search(pattern)
+    literal = pattern if match is None else pattern[: match.start()]
+    return literal
+
+
+def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any) -> None:
+    """Refuse rules that a shell-capable backend would let the agent walk around.
+
+    With a `CompositeBackend` whose default can `execute`, every rule must sit under a
+    route prefix (served by a backend without a shell); a backend that can `execute`
+    on its own cannot carry permissions at all.
+
+    Raises:
+        NotImplementedError: a rule covers paths served by a backend with `execute`.
+    """
+    if not rules:
+        return
+    from fathom.backends.composite import CompositeBackend
+
+    def can_execute(candidate: Any) -> bool:
+        return callable(getattr(candidate, "execute", None))
+
+    if isinstance(backend, CompositeBackend):
+        if not can_execute(backend.default):
+            return
+        for rule in rules:
+            for pattern in rule.paths:
+                literal = _literal_prefix(_full_pattern(pattern))
+                if not any(literal.startswith(prefix) for prefix in backend.routes):
+                    raise NotImplementedError(
+                        f"Permission path {pattern!r} falls to the default backend, which can "
+                        "run shell commands, so the rule could not be enforced. Put every "
+                        f"permission path under a route ({', '.join(backend.routes)})."
+                    )
+        return
+    if can_execute(backend):
+        raise NotImplementedError(
+            "Filesystem permissions cannot be enforced on a backend that can run shell "
+            "commands (execute). Route the protected paths to a backend without a shell "
+            "with CompositeBackend, or use interrupt_on for execute."
+        )
