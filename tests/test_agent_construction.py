@@ -123,13 +123,18 @@ def test_instance_is_used_as_is():
         ("subagents", [{"name": "a", "description": "b", "system_prompt": "c"}], "subagent"),
         ("skills", ["/skills/"], "skills"),
         ("memory", ["/AGENTS.md"], "memory"),
-        ("permissions", [object()], "permission"),
     ],
 )
 def test_features_of_later_work_are_refused_not_ignored(parameter, value, feature):
     model = ScriptedModel(replies=[ai("x")])
     with pytest.raises(NotImplementedError, match=feature):
         create_deep_agent(model, **{parameter: value})
+
+
+def test_permissions_must_be_rules():
+    model = ScriptedModel(replies=[ai("x")])
+    with pytest.raises(TypeError, match="FilesystemPermission"):
+        create_deep_agent(model, permissions=[object()])
 
 
 def test_interrupt_on_without_checkpointer_is_a_construction_error():

@@ -441,10 +441,12 @@ class StoreBackend(BackendBase):
             `create_deep_agent(store=...)` or provided by the platform).
 
     Raises:
-        ValueError: `namespace` is a tuple that is not a valid namespace.
+        ValueError: `namespace` is neither a factory nor a valid namespace tuple.
 
     Operations never raise for a missing store or a bad namespace from a factory: they
-    return a result whose `error` says what is wrong, and the store is not touched.
+    return a result whose `error` says what is wrong, and the store is not touched. A
+    namespace the store itself refuses (LangGraph's stores refuse `.` in any component and
+    `langgraph` as the first one) is an error result too.
     Writes store the file directly and return `files_update=None`. Creation is
     check-then-put, so two concurrent writers of one new path may both succeed.
     """

@@ -293,6 +293,11 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         super().__init__()
         self.backend: Backend = backend if backend is not None else StateBackend()
         self.permissions = list(permissions or [])
+        for rule in self.permissions:
+            if not isinstance(rule, FilesystemPermission):
+                raise TypeError(
+                    f"permissions must be FilesystemPermission rules, not {type(rule).__name__}"
+                )
         check_permissions_apply(self.permissions, self.backend)
         self.tool_descriptions = dict(tool_descriptions or {})
         unknown = set(self.tool_descriptions) - set(FILESYSTEM_TOOL_NAMES)
