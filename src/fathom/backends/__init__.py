@@ -2,6 +2,7 @@
 
 from fathom.backends.base import BackendBase
 from fathom.backends.composite import CompositeBackend
+from fathom.backends.filesystem import FilesystemBackend
 from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.protocol import (
     BackendFactory,
@@ -18,6 +19,7 @@ from fathom.backends.protocol import (
     supports_delete,
 )
 from fathom.backends.state import StateBackend
+from fathom.backends.store import StoreBackend
 from fathom.backends.utils import create_file_data
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "EditResult",
     "FileInfo",
     "FileOperation",
+    "FilesystemBackend",
     "GlobResult",
     "GrepMatch",
     "GrepResult",
@@ -37,6 +40,7 @@ __all__ = [
     "PolicyBackend",
     "ReadResult",
     "StateBackend",
+    "StoreBackend",
     "WriteResult",
     "create_file_data",
     "supports_delete",

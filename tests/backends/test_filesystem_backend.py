@@ -1,0 +1,930 @@
+"""`FilesystemBackend`: real files under a root directory, in virtual and real-path mode."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import errno
+import json
+import os
+import re
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from fathom import create_deep_agent
+from fathom.backends import BackendProtocol, supports_delete
+from fathom.backends.filesystem import FilesystemBackend
+from fathom.backends.protocol import WriteResult
+from fathom.backends.utils import MAX_EDIT_BYTES
+from fathom.testing import ScriptedModel, ai, tool_call
+
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+SECRET = b"TOP SECRET\n"
+OUTSIDE_ERROR = "resolves outside the workspace root; only files inside it can be used."
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+needs_non_root = pytest.mark.skipif(IS_ROOT, reason="root ignores file permissions")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    path = tmp_path / "outside"
+    path.mkdir()
+    (path / "secret.txt").write_bytes(SECRET)
+    return path
+
+
+@pytest.fixture
+def vfs(root: Path) -> FilesystemBackend:
+    return FilesystemBackend(root_dir=root, virtual_mode=True)
+
+
+@pytest.fixture
+def real(root: Path) -> FilesystemBackend:
+    return FilesystemBackend(root_dir=root)
+
+
+def snapshot(path: Path) -> dict[str, bytes | str]:
+    """Every entry under `path`: file bytes, link targets, and directories."""
+    found: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            key = os.path.relpath(full, path)
+            if os.path.islink(full):
+                found[key] = "-> " + os.readlink(full)
+            elif os.path.isdir(full):
+                found[key] = "dir"
+            else:
+                found[key] = Path(full).read_bytes()
+    return found
+
+
+def temp_files(path: Path) -> list[str]:
+    """Temporary files a write left behind anywhere under `path`."""
+    return [
+        os.path.join(dirpath, name)
+        for dirpath, _, filenames in os.walk(path)
+        for name in filenames
+        if name.startswith(".fathom-")
+    ]
+
+
+def assert_json_safe(result: Any) -> None:
+    """The result can go into a UTF-8 tool message (no lone surrogates anywhere)."""
+    json.dumps(dataclasses.asdict(result), ensure_ascii=False).encode("utf-8")
+
+
+def paths(result: Any) -> list[str]:
+    items = getattr(result, "entries", None)
+    if items is None:
+        items = result.matches
+    return [item["path"] for item in items]
+
+
+def make_tree(root: Path) -> None:
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "README.md").write_text("# Title\nhello world\n")
+    (root / "src" / "app.py").write_text("import os\nprint('abc')\nx = 'a.c'\n")
+    (root / "src" / "util.py").write_text("def f():\n    return 'abc'\n")
+    (root / "src" / "pkg" / "deep.py").write_text("abc abc\n")
+    (root / "docs" / "guide.md").write_text("abc in docs\n")
+    (root / "tool.bin").write_bytes(b"\x7fELF\x00\x00abc\x00")
+
+
+# --------------------------------------------------------------------------- construction
+
+
+def test_satisfies_the_protocol_and_supports_delete(vfs: FilesystemBackend) -> None:
+    assert isinstance(vfs, BackendProtocol)
+    assert supports_delete(vfs)
+    assert vfs.bind(object()) is vfs
+
+
+def test_root_defaults_to_the_working_directory(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(root)
+    backend = FilesystemBackend()
+    assert backend.root_dir == os.path.realpath(root)
+    assert backend.virtual_mode is False
+    assert backend.max_file_size_bytes == 10 * 1024 * 1024
+
+
+def test_relative_root_is_resolved_against_the_working_directory(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    backend = FilesystemBackend("root", virtual_mode=True)
+    assert backend.root_dir == os.path.realpath(root)
+    assert os.path.isabs(backend.root_dir)
+
+
+def test_symlinked_root_is_resolved_and_usable(tmp_path: Path, root: Path) -> None:
+    (tmp_path / "alias").symlink_to(root)
+    backend = FilesystemBackend(tmp_path / "alias", virtual_mode=True)
+    assert backend.root_dir == os.path.realpath(root)
+    assert backend.write("/a.txt", "x").error is None
+    assert (root / "a.txt").read_text() == "x"
+
+
+def test_missing_root_is_a_value_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        FilesystemBackend(tmp_path / "nope")
+
+
+def test_file_root_is_a_value_error(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match="not a directory"):
+        FilesystemBackend(tmp_path / "f")
+
+
+def test_non_positive_max_size_is_a_value_error(root: Path) -> None:
+    with pytest.raises(ValueError, match="max_file_size_mb"):
+        FilesystemBackend(root, max_file_size_mb=0)
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+def test_virtual_round_trip(vfs: FilesystemBackend, root: Path) -> None:
+    written = vfs.write("/notes/a.txt", "hello\nworld\n")
+    assert written == WriteResult(path="/notes/a.txt", files_update=None)
+    assert (root / "notes" / "a.txt").read_text() == "hello\nworld\n"
+
+    read = vfs.read("/notes/a.txt")
+    assert read.error is None
+    assert read.file_data["content"] == "hello\nworld\n"
+    assert read.file_data["encoding"] == "utf-8"
+
+    edited = vfs.edit("/notes/a.txt", "world", "there")
+    assert (edited.error, edited.path, edited.occurrences) == (None, "/notes/a.txt", 1)
+    assert edited.files_update is None
+    assert (root / "notes" / "a.txt").read_text() == "hello\nthere\n"
+
+    assert paths(vfs.ls("/")) == ["/notes/"]
+    assert paths(vfs.ls("/notes")) == ["/notes/a.txt"]
+    assert paths(vfs.glob("*.txt")) == ["/notes/a.txt"]
+    grep = vfs.grep("there")
+    assert grep.matches == [{"path": "/notes/a.txt", "line": 2, "text": "there"}]
+    assert grep.skipped is None
+
+    deleted = vfs.delete("/notes/a.txt")
+    assert (deleted.error, deleted.path, deleted.files_update) == (None, "/notes/a.txt", None)
+    assert not (root / "notes" / "a.txt").exists()
+    assert vfs.read("/notes/a.txt").error == "Error: File '/notes/a.txt' not found"
+
+
+def test_real_mode_round_trip_uses_absolute_os_paths(real: FilesystemBackend, root: Path) -> None:
+    base = os.path.realpath(root)
+    file = f"{base}/notes/a.txt"
+    assert real.write("notes/a.txt", "hello\n").path == file  # relative: under the root
+    assert real.read(file).file_data["content"] == "hello\n"
+    assert real.edit(file, "hello", "bye").path == file
+    assert (root / "notes" / "a.txt").read_text() == "bye\n"
+    assert paths(real.ls(base)) == [f"{base}/notes/"]
+    assert paths(real.ls("notes")) == [file]
+    assert paths(real.ls("")) == [f"{base}/notes/"]
+    assert paths(real.glob("*.txt", base)) == [file]
+    assert real.grep("bye", base).matches == [{"path": file, "line": 1, "text": "bye"}]
+    assert real.grep("bye").matches == [{"path": file, "line": 1, "text": "bye"}]
+    assert real.delete(file).path == file
+    assert not (root / "notes" / "a.txt").exists()
+
+
+def test_real_mode_reaches_absolute_paths_outside_the_root(
+    real: FilesystemBackend, tmp_path: Path
+) -> None:
+    target = tmp_path / "elsewhere" / "f.txt"
+    result = real.write(str(target), "outside root")
+    assert result.error is None
+    assert result.path == str(target)
+    assert target.read_text() == "outside root"
+    assert real.read(str(target)).file_data["content"] == "outside root"
+    assert real.read("../elsewhere/f.txt").file_data["content"] == "outside root"
+
+
+def test_real_mode_still_refuses_nul_bytes_and_empty_paths(real: FilesystemBackend) -> None:
+    assert "NUL byte" in real.read("a\x00b").error
+    assert "NUL byte" in real.write("a\x00b", "x").error
+    assert "empty" in real.read("").error
+
+
+def test_real_mode_relative_dotdot_is_allowed(real: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("x")
+    assert real.read("sub/../a.txt").file_data["content"] == "x"
+
+
+# --------------------------------------------------------------------------- ls
+
+
+def test_ls_sorts_entries_and_marks_directories(vfs: FilesystemBackend, root: Path) -> None:
+    make_tree(root)
+    result = vfs.ls("/")
+    assert paths(result) == ["/README.md", "/docs/", "/src/", "/tool.bin"]
+    entries = {e["path"]: e for e in result.entries}
+    assert entries["/src/"] == {"path": "/src/", "is_dir": True}
+    assert entries["/README.md"]["is_dir"] is False
+    assert entries["/README.md"]["size"] == len(b"# Title\nhello world\n")
+    assert ISO_UTC.match(entries["/README.md"]["modified_at"])
+    assert paths(vfs.ls("/src")) == ["/src/app.py", "/src/pkg/", "/src/util.py"]
+    assert vfs.ls("src/").entries == vfs.ls("/src").entries
+
+
+def test_ls_size_is_bytes_and_time_is_the_mtime(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "h.txt").write_text("héllo\n", encoding="utf-8")
+    stamp = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
+    os.utime(root / "h.txt", (stamp, stamp))
+    (entry,) = vfs.ls("/").entries
+    assert entry == {
+        "path": "/h.txt",
+        "is_dir": False,
+        "size": 7,
+        "modified_at": "2026-01-02T03:04:05Z",
+    }
+
+
+def test_ls_on_a_file_lists_that_file(vfs: FilesystemBackend, root: Path) -> None:
+    make_tree(root)
+    assert paths(vfs.ls("/src/app.py")) == ["/src/app.py"]
+
+
+def test_ls_missing_directory_and_empty_root(vfs: FilesystemBackend) -> None:
+    assert vfs.ls("/").entries == []
+    result = vfs.ls("/nope")
+    assert result.entries is None
+    assert result.error == "Error: directory '/nope' not found."
+
+
+# --------------------------------------------------------------------------- read
+
+
+def test_read_binary_file_is_base64(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "tool.bin").write_bytes(b"\x7fELF\x00\x00abc\x00")
+    data = vfs.read("tool.bin").file_data
+    assert data["encoding"] == "base64"
+    assert base64.b64decode(data["content"]) == b"\x7fELF\x00\x00abc\x00"
+
+
+def test_read_errors(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "f.txt").write_text("x")
+    assert vfs.read("/x").error == "Error: File '/x' not found"
+    assert vfs.read("/f.txt/inner").error == "Error: File '/f.txt/inner' not found"
+    assert vfs.read("/d").error == "Error: '/d' is a directory. Use ls to see what it holds."
+    assert "is a directory" in vfs.read("/").error
+
+
+def test_read_over_the_size_limit_says_size_and_suggests_grep(root: Path) -> None:
+    (root / "big.log").write_bytes(b"x" * 2000)
+    backend = FilesystemBackend(root, virtual_mode=True, max_file_size_mb=0.001)
+    error = backend.read("/big.log").error
+    assert error.startswith("Error: '/big.log' is 2,000 bytes, over the 1,048-byte limit")
+    assert "grep" in error
+    (root / "small.txt").write_bytes(b"x" * 1000)
+    assert backend.read("/small.txt").error is None
+
+
+def test_read_fifo_is_refused_without_blocking(vfs: FilesystemBackend, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    assert vfs.read("/pipe").error == "Error: '/pipe' is not a regular file and cannot be read."
+    assert vfs.grep("x").matches == []
+    assert paths(vfs.ls("/")) == ["/pipe"]
+
+
+@needs_non_root
+def test_unreadable_file_is_an_error_not_an_exception(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "locked.txt").write_text("needle\n")
+    (root / "open.txt").write_text("needle\n")
+    os.chmod(root / "locked.txt", 0)
+    try:
+        assert "permission denied" in vfs.read("/locked.txt").error
+        assert "permission denied" in vfs.edit("/locked.txt", "needle", "pin").error
+        assert [m["path"] for m in vfs.grep("needle").matches] == ["/open.txt"]
+    finally:
+        os.chmod(root / "locked.txt", 0o644)
+
+
+@needs_non_root
+def test_write_into_read_only_directory_is_an_error(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "ro").mkdir()
+    os.chmod(root / "ro", 0o555)
+    try:
+        assert "permission denied" in vfs.write("/ro/a.txt", "x").error
+        assert not (root / "ro" / "a.txt").exists()
+        assert temp_files(root) == []
+    finally:
+        os.chmod(root / "ro", 0o755)
+
+
+# --------------------------------------------------------------------------- write
+
+
+def test_write_is_create_only(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("original")
+    result = vfs.write("a.txt", "new")
+    assert result.error == (
+        "Error: '/a.txt' already exists. Use edit_file to change it, or write to a new path."
+    )
+    assert (root / "a.txt").read_text() == "original"
+
+
+def test_write_creates_missing_parent_directories(vfs: FilesystemBackend, root: Path) -> None:
+    assert vfs.write("/a/b/c/d.txt", "deep").path == "/a/b/c/d.txt"
+    assert (root / "a" / "b" / "c" / "d.txt").read_text() == "deep"
+    assert temp_files(root) == []
+
+
+def test_write_uses_the_umask_default_mode(vfs: FilesystemBackend, root: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        vfs.write("/m.txt", "x")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((root / "m.txt").stat().st_mode) == 0o644
+
+
+def test_write_refusals(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "f.txt").write_text("x")
+    assert vfs.write("/", "x").error == "Error: '/' is the root directory, not a file path."
+    assert vfs.write("/d", "x").error == (
+        "Error: '/d' is a directory. Write to a file path inside it instead."
+    )
+    assert "a parent path is a file" in vfs.write("/f.txt/inner.txt", "x").error
+    assert "not valid Unicode" in vfs.write("/s.txt", "bad \udcff").error
+    assert not (root / "s.txt").exists()
+
+
+def test_write_over_limit_is_refused(vfs: FilesystemBackend, root: Path) -> None:
+    result = vfs.write("/big.txt", "x" * (MAX_EDIT_BYTES + 1))
+    assert result.error == (
+        f"Error: the content is {MAX_EDIT_BYTES + 1:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
+        "limit for one file. Split it into several smaller files."
+    )
+    assert not (root / "big.txt").exists()
+
+
+# --------------------------------------------------------------------------- atomic write
+
+
+def test_write_failing_at_fsync_leaves_no_target_and_no_temp(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    result = vfs.write("/sub/a.txt", "content")
+    assert result.error == (
+        "Error: could not write '/sub/a.txt': the disk is full. Nothing was written."
+    )
+    assert not (root / "sub" / "a.txt").exists()
+    assert temp_files(root) == []
+
+
+def test_write_failing_midway_leaves_no_half_written_file(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+
+    def half_then_fail(fd: int, data: Any) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    result = vfs.write("/a.txt", "0123456789" * 100)
+    monkeypatch.undo()
+    assert result.error == (
+        "Error: could not write '/a.txt': Input/output error. Nothing was written."
+    )
+    assert not (root / "a.txt").exists()
+    assert temp_files(root) == []
+
+
+def test_write_crash_with_unexpected_exception_still_cleans_up(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(fd: int) -> None:
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        vfs.write("/a.txt", "content")
+    assert not (root / "a.txt").exists()
+    assert temp_files(root) == []
+
+
+def test_write_falls_back_to_rename_without_hard_links(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", unsupported)
+    assert vfs.write("/a.txt", "via rename").error is None
+    assert (root / "a.txt").read_text() == "via rename"
+    assert temp_files(root) == []
+
+
+def test_write_losing_a_creation_race_keeps_the_other_file(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_link = os.link
+
+    def racing_link(src: str, dst: str, **kwargs: Any) -> None:
+        Path(dst).write_text("the other writer")
+        real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "link", racing_link)
+    result = vfs.write("/a.txt", "mine")
+    assert "already exists" in result.error
+    assert (root / "a.txt").read_text() == "the other writer"
+    assert temp_files(root) == []
+
+
+# --------------------------------------------------------------------------- edit
+
+
+def test_edit_errors_mirror_the_state_backend(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("abc abc\n")
+    (root / "bin").write_bytes(b"\x7fELF\x00\x00abc")
+    (root / "latin.txt").write_bytes("café\n".encode("latin-1"))
+    (root / "d").mkdir()
+    assert vfs.edit("/missing", "a", "b").error == "Error: File '/missing' not found"
+    assert vfs.edit("/a.txt", "zzz", "y").error.startswith(
+        "Error: old_string was not found in /a.txt."
+    )
+    assert "occurs 2 times in /a.txt" in vfs.edit("/a.txt", "abc", "x").error
+    assert vfs.edit("/a.txt", "abc", "abc").error == (
+        "Error: old_string and new_string are the same; nothing to do."
+    )
+    assert vfs.edit("/bin", "abc", "x").error == (
+        "Error: '/bin' is a binary file and cannot be edited."
+    )
+    assert "not valid UTF-8" in vfs.edit("/latin.txt", "caf", "x").error
+    assert "is a directory" in vfs.edit("/d", "a", "b").error
+    assert (root / "a.txt").read_text() == "abc abc\n"
+    assert (root / "latin.txt").read_bytes() == "café\n".encode("latin-1")
+
+
+def test_edit_replace_all_counts_occurrences(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("abc abc\nabc\n")
+    result = vfs.edit("/a.txt", "abc", "x", replace_all=True)
+    assert result.occurrences == 3
+    assert (root / "a.txt").read_text() == "x x\nx\n"
+
+
+def test_edit_keeps_line_endings_and_file_mode(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "run.sh").write_bytes(b"echo one\r\necho two\r\n")
+    os.chmod(root / "run.sh", 0o751)
+    assert vfs.edit("/run.sh", "two", "three").error is None
+    assert (root / "run.sh").read_bytes() == b"echo one\r\necho three\r\n"
+    assert stat.S_IMODE((root / "run.sh").stat().st_mode) == 0o751
+    assert temp_files(root) == []
+
+
+def test_edit_size_limits(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "big.txt").write_bytes(b"a" * (MAX_EDIT_BYTES + 1))
+    assert vfs.edit("/big.txt", "a", "b").error == (
+        f"Error: '/big.txt' is {MAX_EDIT_BYTES + 1:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
+        "limit for editing in place."
+    )
+    (root / "grow.txt").write_text("x" * (MAX_EDIT_BYTES - 10) + "SEED")
+    assert "over the" in vfs.edit("/grow.txt", "SEED", "y" * 100).error
+    assert (root / "grow.txt").stat().st_size == MAX_EDIT_BYTES - 6
+    assert "not valid Unicode" in vfs.edit("/grow.txt", "SEED", "\udcff").error
+
+
+def test_edit_failing_at_replace_leaves_the_original(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "a.txt").write_text("keep me\n")
+
+    def fail(src: str, dst: str) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "replace", fail)
+    result = vfs.edit("/a.txt", "keep", "lose")
+    assert result.error == (
+        "Error: could not write '/a.txt': Input/output error. Nothing was written."
+    )
+    assert (root / "a.txt").read_text() == "keep me\n"
+    assert temp_files(root) == []
+
+
+def test_edit_crash_at_fsync_leaves_the_original(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "a.txt").write_text("keep me\n")
+
+    def crash(fd: int) -> None:
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(RuntimeError):
+        vfs.edit("/a.txt", "keep", "lose")
+    assert (root / "a.txt").read_text() == "keep me\n"
+    assert temp_files(root) == []
+
+
+def test_edit_refuses_when_the_file_changed_meanwhile(
+    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "a.txt").write_text("one\n")
+    real_fsync = os.fsync
+
+    def concurrent_change(fd: int) -> None:
+        with open(root / "a.txt", "a") as handle:
+            handle.write("two\n")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", concurrent_change)
+    result = vfs.edit("/a.txt", "one", "uno")
+    assert "changed on disk while it was being edited" in result.error
+    assert (root / "a.txt").read_text() == "one\ntwo\n"
+    assert temp_files(root) == []
+
+
+# --------------------------------------------------------------------------- delete
+
+
+def test_delete_errors(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("x")
+    assert vfs.delete("/missing").error == "Error: File '/missing' not found"
+    assert vfs.delete("/d").error == (
+        "Error: '/d' is a directory. Delete the files in it one by one."
+    )
+    assert vfs.delete("/").error == "Error: '/' is the root directory, not a file path."
+    assert (root / "d" / "f.txt").exists()
+
+
+# --------------------------------------------------------------------------- glob and grep
+
+
+def test_glob_matching_semantics(vfs: FilesystemBackend, root: Path) -> None:
+    make_tree(root)
+    assert paths(vfs.glob("*.py")) == ["/src/app.py", "/src/pkg/deep.py", "/src/util.py"]
+    assert paths(vfs.glob("src/**/*.py")) == ["/src/app.py", "/src/pkg/deep.py", "/src/util.py"]
+    assert paths(vfs.glob("/*.md")) == ["/README.md"]
+    assert paths(vfs.glob("*.py", "/src/pkg")) == ["/src/pkg/deep.py"]
+    assert paths(vfs.glob("/*.py", "src")) == ["/src/app.py", "/src/util.py"]
+    assert vfs.glob("*.nothing").matches == []
+    match = vfs.glob("README.md").matches[0]
+    assert match["size"] == len(b"# Title\nhello world\n")
+    assert ISO_UTC.match(match["modified_at"])
+
+
+def test_glob_errors(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("x")
+    assert vfs.glob("*", "/nope").error == "Error: directory '/nope' not found."
+    assert "is not valid" in vfs.glob("[z-a]").error
+    assert vfs.glob("*", "/a.txt").matches == []
+
+
+def test_grep_is_literal_sorted_and_skips_binary(vfs: FilesystemBackend, root: Path) -> None:
+    make_tree(root)
+    result = vfs.grep("abc")
+    assert [(m["path"], m["line"]) for m in result.matches] == [
+        ("/docs/guide.md", 1),
+        ("/src/app.py", 2),
+        ("/src/pkg/deep.py", 1),
+        ("/src/util.py", 2),
+    ]
+    assert [m["text"] for m in vfs.grep("a.c").matches] == ["x = 'a.c'"]
+    assert result.skipped is None
+
+
+def test_grep_path_glob_and_single_file(vfs: FilesystemBackend, root: Path) -> None:
+    make_tree(root)
+    assert {m["path"] for m in vfs.grep("abc", glob="*.md").matches} == {"/docs/guide.md"}
+    assert {m["path"] for m in vfs.grep("abc", "/src/pkg").matches} == {"/src/pkg/deep.py"}
+    assert vfs.grep("abc", "/src/util.py").matches == [
+        {"path": "/src/util.py", "line": 2, "text": "    return 'abc'"}
+    ]
+    assert vfs.grep("abc", "/nope").error == "Error: path '/nope' not found."
+    assert "is not valid" in vfs.grep("abc", glob="[z-a]").error
+
+
+def test_grep_lists_too_large_files_as_skipped(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "big.txt").write_bytes(b"needle\n" + b"x" * MAX_EDIT_BYTES)
+    (root / "small.txt").write_text("needle\n")
+    result = vfs.grep("needle")
+    assert [m["path"] for m in result.matches] == ["/small.txt"]
+    assert result.skipped == ["/big.txt"]
+
+
+# --------------------------------------------------------------------------- virtual confinement
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("/../outside/secret.txt", "goes above the filesystem root"),
+        ("../outside/secret.txt", "goes above the filesystem root"),
+        ("/a/../../outside/secret.txt", "goes above the filesystem root"),
+        ("~/secret.txt", "uses '~'"),
+        ("..\\outside\\secret.txt", "backslash"),
+        ("/a\x00b", "NUL byte"),
+        ("", "empty"),
+    ],
+)
+def test_virtual_mode_refuses_escaping_paths(
+    vfs: FilesystemBackend, tmp_path: Path, outside: Path, path: str, fragment: str
+) -> None:
+    before = snapshot(tmp_path)
+    results = [
+        vfs.read(path),
+        vfs.write(path, "pwned"),
+        vfs.edit(path, "TOP", "OWNED"),
+        vfs.delete(path),
+    ]
+    if path:  # an empty directory path means the root
+        results += [vfs.ls(path), vfs.glob("*", path), vfs.grep("SECRET", path)]
+    for result in results:
+        assert result.error is not None
+        assert fragment in result.error
+    assert snapshot(tmp_path) == before
+
+
+def test_virtual_absolute_paths_are_anchored_at_the_root(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    real_passwd = Path("/etc/passwd")
+    before = real_passwd.read_bytes() if real_passwd.exists() else None
+    assert vfs.read("/etc/passwd").error == "Error: File '/etc/passwd' not found"
+    assert vfs.write("/etc/passwd", "fake\n").path == "/etc/passwd"
+    assert (root / "etc" / "passwd").read_text() == "fake\n"
+    assert vfs.read("/etc/passwd").file_data["content"] == "fake\n"
+    if before is not None:
+        assert real_passwd.read_bytes() == before
+        assert vfs.read("/etc/passwd").file_data["content"].encode() != before
+
+
+def test_virtual_relative_and_dotted_paths(vfs: FilesystemBackend, root: Path) -> None:
+    assert vfs.write("a.txt", "x").path == "/a.txt"
+    assert vfs.read("/sub/../a.txt").file_data["content"] == "x"
+    assert vfs.read("./a.txt").file_data["content"] == "x"
+
+
+@pytest.fixture
+def escape_links(root: Path, outside: Path) -> dict[str, Path]:
+    """Symlinks inside the root that lead out of it."""
+    links = {
+        "file": root / "leak.txt",  # -> outside/secret.txt
+        "dir": root / "outdir",  # -> outside/
+        "dangling": root / "new.txt",  # -> outside/created.txt (does not exist yet)
+        "chain": root / "chain.txt",  # -> leak.txt -> outside/secret.txt
+    }
+    links["file"].symlink_to(outside / "secret.txt")
+    links["dir"].symlink_to(outside, target_is_directory=True)
+    links["dangling"].symlink_to(outside / "created.txt")
+    links["chain"].symlink_to("leak.txt")
+    (root / "inside.txt").write_text("SECRET? no, inside\n")
+    return links
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/leak.txt", "/outdir/secret.txt", "/new.txt", "/chain.txt", "/outdir/sub/deep.txt"],
+)
+def test_symlinks_out_of_the_root_are_refused_for_files(
+    vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path], path: str
+) -> None:
+    before = snapshot(tmp_path)
+    for result in [
+        vfs.read(path),
+        vfs.write(path, "pwned"),
+        vfs.edit(path, "TOP SECRET", "OWNED"),
+        vfs.delete(path),
+        vfs.ls(path),
+        vfs.grep("SECRET", path),
+    ]:
+        assert result.error == f"Error: '{path}' {OUTSIDE_ERROR}"
+    assert snapshot(tmp_path) == before
+
+
+def test_symlinked_directory_out_of_the_root_is_refused(
+    vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path]
+) -> None:
+    before = snapshot(tmp_path)
+    assert vfs.ls("/outdir").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
+    assert vfs.glob("*", "/outdir").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
+    assert vfs.grep("SECRET", "/outdir/").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
+    assert vfs.write("/outdir/x/y/z.txt", "pwned").error is not None
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / "outside" / "x").exists()
+
+
+def test_listings_and_searches_leave_out_links_leading_out(
+    vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path]
+) -> None:
+    before = snapshot(tmp_path)
+    assert paths(vfs.ls("/")) == ["/inside.txt"]
+    assert paths(vfs.glob("**/*")) == ["/inside.txt"]
+    assert paths(vfs.glob("*")) == ["/inside.txt"]
+    assert vfs.grep("SECRET").matches == [
+        {"path": "/inside.txt", "line": 1, "text": "SECRET? no, inside"}
+    ]
+    assert vfs.grep("TOP").matches == []
+    assert snapshot(tmp_path) == before
+
+
+def test_real_mode_gives_no_protection_and_follows_links(
+    real: FilesystemBackend, root: Path, escape_links: dict[str, Path]
+) -> None:
+    assert real.read("leak.txt").file_data["content"] == SECRET.decode()
+    base = os.path.realpath(root)
+    assert paths(real.ls("")) == [
+        f"{base}/chain.txt",
+        f"{base}/inside.txt",
+        f"{base}/leak.txt",
+        f"{base}/outdir/",
+    ]  # the dangling link has nothing to show
+    assert real.read("outdir/secret.txt").file_data["content"] == SECRET.decode()
+
+
+def test_symlinks_that_stay_inside_the_root_work(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "real").mkdir()
+    (root / "real" / "data.txt").write_text("value = 1\n")
+    (root / "alias.txt").symlink_to("real/data.txt")
+    (root / "aliasdir").symlink_to("real", target_is_directory=True)
+
+    assert vfs.read("/alias.txt").file_data["content"] == "value = 1\n"
+    assert vfs.read("/aliasdir/data.txt").file_data["content"] == "value = 1\n"
+    assert paths(vfs.ls("/")) == ["/alias.txt", "/aliasdir/", "/real/"]
+    assert paths(vfs.ls("/aliasdir")) == ["/aliasdir/data.txt"]
+    # Symlinked directories are not descended into, so nothing is found twice.
+    assert paths(vfs.glob("**/*.txt")) == ["/alias.txt", "/real/data.txt"]
+    assert [m["path"] for m in vfs.grep("value").matches] == ["/alias.txt", "/real/data.txt"]
+
+    assert vfs.edit("/alias.txt", "1", "2").error is None
+    assert (root / "alias.txt").is_symlink()
+    assert (root / "real" / "data.txt").read_text() == "value = 2\n"
+
+    assert vfs.write("/aliasdir/new.txt", "n").path == "/aliasdir/new.txt"
+    assert (root / "real" / "new.txt").read_text() == "n"
+
+    assert vfs.delete("/alias.txt").path == "/alias.txt"
+    assert not (root / "alias.txt").is_symlink()
+    assert (root / "real" / "data.txt").exists()
+    assert temp_files(root) == []
+
+
+# --------------------------------------------------------------------------- odd names and paths
+
+
+@pytest.fixture
+def latin1_names(root: Path) -> Path:
+    """A file and a directory whose names are Latin-1 bytes, not valid UTF-8."""
+    base = os.fsencode(root)
+    try:
+        with open(os.path.join(base, b"caf\xe9.txt"), "wb") as handle:
+            handle.write(b"needle in a non-UTF-8 name\n")
+        os.mkdir(os.path.join(base, b"d\xefr"))
+        with open(os.path.join(base, b"d\xefr", b"inner.txt"), "wb") as handle:
+            handle.write(b"needle inside\n")
+    except OSError as error:  # e.g. a filesystem that only allows UTF-8 names
+        pytest.skip(f"cannot create non-UTF-8 file names here: {error}")
+    return root
+
+
+def test_non_utf8_names_are_shown_escaped_in_virtual_mode(
+    vfs: FilesystemBackend, latin1_names: Path
+) -> None:
+    listing = vfs.ls("/")
+    assert paths(listing) == ["/caf\\xe9.txt", "/d\\xefr/"]
+    glob = vfs.glob("*.txt")
+    assert paths(glob) == ["/caf\\xe9.txt", "/d\\xefr/inner.txt"]
+    grep = vfs.grep("needle")
+    assert [m["path"] for m in grep.matches] == ["/caf\\xe9.txt", "/d\\xefr/inner.txt"]
+    for result in (listing, glob, grep):
+        assert_json_safe(result)
+    # The escaped form is for display only; it names no file that can be opened.
+    assert vfs.read("/caf\\xe9.txt").error is not None
+    assert vfs.read("/caf\xe9.txt").error == "Error: File '/caf\xe9.txt' not found"
+
+
+def test_non_utf8_names_are_shown_escaped_in_real_mode(
+    real: FilesystemBackend, latin1_names: Path
+) -> None:
+    base = os.path.realpath(latin1_names)
+    listing = real.ls(base)
+    assert paths(listing) == [f"{base}/caf\\xe9.txt", f"{base}/d\\xefr/"]
+    glob = real.glob("**/*.txt", base)
+    grep = real.grep("needle", base)
+    assert paths(glob) == [m["path"] for m in grep.matches]
+    for result in (listing, glob, grep):
+        assert_json_safe(result)
+    assert real.read(f"{base}/caf\\xe9.txt").error == f"Error: File '{base}/caf\\xe9.txt' not found"
+
+
+@pytest.mark.parametrize("virtual", [True, False])
+def test_lone_surrogate_paths_are_errors_not_crashes(root: Path, virtual: bool) -> None:
+    backend = FilesystemBackend(root, virtual_mode=virtual)
+    path = "/bad\udcffname.txt"
+    results = [
+        backend.read(path),
+        backend.write(path, "x"),
+        backend.edit(path, "a", "b"),
+        backend.delete(path),
+        backend.ls(path),
+        backend.glob("*", path),
+        backend.grep("x", path),
+    ]
+    for result in results:
+        assert "not valid Unicode" in result.error
+        assert "\\udcff" in result.error
+        assert_json_safe(result)
+    assert os.listdir(root) == []
+
+
+def test_surrogates_in_patterns_do_not_crash(vfs: FilesystemBackend, root: Path) -> None:
+    (root / "a.txt").write_text("x\n")
+    assert vfs.glob("\udcff*").matches == []
+    assert vfs.grep("\udcff").matches == []
+
+
+# --------------------------------------------------------------------------- async
+
+
+async def test_async_methods_round_trip(vfs: FilesystemBackend, root: Path) -> None:
+    assert (await vfs.awrite("/a.txt", "hello\n")).path == "/a.txt"
+    assert (await vfs.aread("/a.txt")).file_data["content"] == "hello\n"
+    assert (await vfs.aedit("/a.txt", "hello", "bye")).occurrences == 1
+    assert paths(await vfs.als("/")) == ["/a.txt"]
+    assert paths(await vfs.aglob("*.txt")) == ["/a.txt"]
+    assert (await vfs.agrep("bye")).matches == [{"path": "/a.txt", "line": 1, "text": "bye"}]
+    assert (await vfs.adelete("/a.txt")).path == "/a.txt"
+    assert os.listdir(root) == []
+
+
+class GuardedBackend(FilesystemBackend):
+    """A subclass that refuses some writes by overriding only the sync method."""
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        if file_path.endswith(".lock"):
+            return WriteResult(error="Error: lock files are managed by the harness.")
+        return super().write(file_path, content)
+
+
+def test_async_write_honours_a_subclass_override(root: Path) -> None:
+    backend = GuardedBackend(root, virtual_mode=True)
+    refused = asyncio.run(backend.awrite("/x.lock", "mine"))
+    assert refused.error == "Error: lock files are managed by the harness."
+    assert not (root / "x.lock").exists()
+    assert asyncio.run(backend.awrite("/x.txt", "ok")).path == "/x.txt"
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_agent_cannot_escape_and_writes_into_the_root(
+    tmp_path: Path, root: Path, mode: str
+) -> None:
+    (tmp_path / "outside.txt").write_text("outside secret\n")
+    before = snapshot(tmp_path)
+    model = ScriptedModel(
+        replies=[
+            ai("", tool_call("read_file", {"file_path": "/../outside.txt"})),
+            ai("", tool_call("write_file", {"file_path": "/ok.txt", "content": "hi"})),
+            ai("done"),
+        ]
+    )
+    agent = create_deep_agent(model, backend=FilesystemBackend(root_dir=root, virtual_mode=True))
+    state = {"messages": [{"role": "user", "content": "go"}]}
+    result = asyncio.run(agent.ainvoke(state)) if mode == "ainvoke" else agent.invoke(state)
+
+    tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    escape, wrote = tool_messages
+    assert escape.name == "read_file"
+    assert escape.status == "error"
+    assert "goes above the filesystem root" in escape.text
+    assert "outside secret" not in escape.text
+    assert wrote.name == "write_file"
+    assert wrote.status == "success"
+    assert wrote.text == "Wrote /ok.txt."
+    assert result["messages"][-1].content == "done"
+    assert not result.get("files")
+    assert (root / "ok.txt").read_text() == "hi"
+    after = snapshot(tmp_path)
+    assert after.pop(os.path.join("root", "ok.txt")) == b"hi"
+    assert after == before
