@@ -65,15 +65,25 @@ def file_path(index: int) -> str:
 
 
 def _make_model(n: int) -> Any:
-    """A `ScriptedModel` that writes `n` files, one per turn, then answers "done"."""
-    from langchain_core.messages import ToolMessage
+    """A `ScriptedModel` that writes `n` files, one per agent turn, then answers "done".
 
+    The next file is counted by the policy itself rather than from the `ToolMessage`s in
+    the request: deepagents' default summarization (170,000 tokens for a model without a
+    profile, reached near N = 340) shortens the messages the model is shown, which would
+    restart the count and never end the run. Calls without the `write_file` tool bound
+    (deepagents' summary requests) get a plain-text summary and do not advance the count.
+    """
     from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
+    issued = 0
+
     def policy(request: ScriptRequest) -> Any:
-        done = sum(isinstance(m, ToolMessage) for m in request.messages)
-        if done < n:
-            args = {"file_path": file_path(done), "content": file_content(done)}
+        nonlocal issued
+        if not request.has_tool("write_file"):
+            return ai(f"Summary: the agent has written {issued} of {n} files, one per turn.")
+        if issued < n:
+            args = {"file_path": file_path(issued), "content": file_content(issued)}
+            issued += 1
             return ai("", tool_call("write_file", args))
         return ai("done")
 
@@ -97,8 +107,9 @@ def run_side(side: Side, n: int, db: Path) -> dict[str, Any]:
 
     Returns:
         The measurement: `side`, `n`, `bytes_written`, `checkpoint_bytes`, `writes_bytes`,
-        `stored_bytes`, `db_file_bytes`, `checkpoints` (row count) and `seconds` (the
-        `invoke` call only).
+        `stored_bytes`, `db_file_bytes`, `checkpoints` (row count), `seconds` (the
+        `invoke` call only), `model_calls` and `state_files` (paths in the final `files`,
+        which includes anything the harness itself wrote, such as offloaded history).
 
     Raises:
         RuntimeError: If the final state lacks any of the `n` files.
@@ -114,7 +125,8 @@ def run_side(side: Side, n: int, db: Path) -> dict[str, Any]:
         db.unlink()
     conn = sqlite3.connect(str(db), check_same_thread=False)
     try:
-        agent = create_deep_agent(model=_make_model(n), checkpointer=SqliteSaver(conn))
+        model = _make_model(n)
+        agent = create_deep_agent(model=model, checkpointer=SqliteSaver(conn))
         config = {"configurable": {"thread_id": THREAD_ID}, "recursion_limit": 10_000}
         start = time.perf_counter()
         result = agent.invoke(
@@ -142,6 +154,8 @@ def run_side(side: Side, n: int, db: Path) -> dict[str, Any]:
         "db_file_bytes": os.path.getsize(db),
         "checkpoints": rows,
         "seconds": round(seconds, 3),
+        "model_calls": model.calls,
+        "state_files": len(files),
     }
 
 
@@ -245,6 +259,7 @@ def _progress(row: dict[str, Any]) -> None:
         f"  {row['side']:<10} n={row['n']:<4} stored {row['stored_bytes']:>13,} B "
         f"(checkpoints {row['checkpoint_bytes']:,} + writes {row['writes_bytes']:,}), "
         f"db file {row['db_file_bytes']:,} B, {row['checkpoints']:,} rows, "
+        f"{row['model_calls']:,} model calls, {row['state_files']:,} files, "
         f"{row['seconds']:.1f} s",
         file=sys.stderr,
         flush=True,
