@@ -274,3 +274,55 @@ def test_policy_backend_wraps_a_factory():
     runtime = SimpleNamespace(state={"files": {"/a.md": create_file_data("A")}})
     backend = PolicyBackend(factory, [BackendPolicy()]).bind(runtime)
     assert backend.read("/a.md").file_data["content"] == "A" and seen == [runtime]
+
+
+def test_a_symlink_inside_the_root_cannot_reach_a_denied_path(tmp_path):
+    import os
+
+    from fathom.backends import FilesystemBackend
+
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key").write_text("hunter2")
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "notes.md").write_text("hello")
+    os.symlink(tmp_path / "secrets" / "key", tmp_path / "workspace" / "key")
+    os.symlink(tmp_path / "secrets", tmp_path / "workspace" / "vault")
+    rules = [deny(["read", "write"], "/secrets/**"), allow(["read", "write"], "/workspace/**"),
+             deny(["read", "write"], "/**")]
+    backend = PolicyBackend(
+        FilesystemBackend(root_dir=tmp_path, virtual_mode=True), [PermissionPolicy(rules)]
+    )
+    error = backend.read("/workspace/key").error
+    assert "permission denied" in error and "/secrets/key" in error
+    assert "permission denied" in backend.read("/workspace/vault/key").error
+    assert "permission denied" in backend.edit("/workspace/key", "hunter2", "x").error
+    assert (tmp_path / "secrets" / "key").read_text() == "hunter2"
+    assert backend.read("/workspace/notes.md").error is None
+    listed = [e["path"] for e in backend.ls("/workspace").entries]
+    assert "/workspace/notes.md" in listed and "/workspace/key" not in listed
+    assert [m["path"] for m in backend.grep("hunter2", "/workspace").matches] == []
+    assert [m["path"] for m in backend.glob("**", "/workspace").matches] == [
+        "/workspace/notes.md"
+    ]
+
+
+def test_rules_work_through_a_composite_of_disk_and_state(tmp_path):
+    from fathom.backends import FilesystemBackend
+
+    (tmp_path / "readme.md").write_text("disk")
+    composite = CompositeBackend(
+        default=StateBackend(),
+        routes={"/workspace/": FilesystemBackend(root_dir=tmp_path, virtual_mode=True)},
+    )
+    rules = [allow(["read", "write"], "/workspace/**"), deny(["read", "write"], "/**")]
+    runtime = SimpleNamespace(state={"files": {"/notes.md": create_file_data("state")}})
+    backend = PolicyBackend(composite, [PermissionPolicy(rules)]).bind(runtime)
+    assert backend.read("/workspace/readme.md").file_data["content"] == "disk"
+    assert "denied" in backend.read("/notes.md").error
+    assert backend.write("/workspace/new.md", "x").error is None
+    assert (tmp_path / "new.md").read_text() == "x"
+    assert "denied" in backend.write("/elsewhere.md", "x").error
+    assert [m["path"] for m in backend.glob("**/*.md", "/workspace").matches] == [
+        "/workspace/new.md",
+        "/workspace/readme.md",
+    ]

@@ -120,16 +120,24 @@ class PermissionPolicy(BackendPolicy):
         path = operation.normalized_path
         if path is None:
             return None  # the backend answers with the path error itself
+        for checked in dict.fromkeys([path, operation.resolved_path or path]):
+            refusal = self._refusal(operation, checked, shown=path)
+            if refusal:
+                return refusal
+        return None
+
+    def _refusal(self, operation: FileOperation, path: str, shown: str) -> str | None:
         decided = first_matching_rule(self.rules, operation.kind, path, operation.is_listing)
         if decided is None or decided[1].mode == "allow":
             return None
         index, rule = decided
+        via = f" (it leads to '{path}')" if path != shown else ""
         allowed = [r.describe() for r in self.rules if r.mode == "allow"]
         hint = (
             f" Allowed: {'; '.join(allowed)}." if allowed else ""
         ) + " Do not retry this path; work within what is allowed or ask the user."
         return (
-            f"Error: permission denied: {_VERB[operation.kind]} '{path}' is not allowed "
+            f"Error: permission denied: {_VERB[operation.kind]} '{shown}'{via} is not allowed "
             f"(rule {index}: {rule.describe()}).{hint}"
         )
 

@@ -121,6 +121,19 @@ class CompositeBackend(BackendBase):
                 sources.append((prefix, child, "/"))
         return sources
 
+    def resolved_path(self, path: str) -> str | None:
+        """The full path a routed backend really touches for `path` (see `PolicyBackend`)."""
+        try:
+            normalized = normalize_path(path)
+        except PathError:
+            return None
+        prefix, child, inner = self._owner(normalized)
+        resolve = getattr(child, "resolved_path", None)
+        if resolve is None:
+            return normalized
+        resolved = resolve(inner)
+        return None if resolved is None else self._outer(prefix, resolved)
+
     # -- listing and search --------------------------------------------------------------
 
     def ls(self, path: str) -> LsResult:

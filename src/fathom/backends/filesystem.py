@@ -280,6 +280,22 @@ class FilesystemBackend(BackendBase):
             return self._outside_error(virtual)
         return _Target(virtual, real, named)
 
+    def resolved_path(self, path: str) -> str | None:
+        """The path the operation would really touch, in the form results use.
+
+        In virtual mode that is the virtual path of the symlink-resolved target (a link
+        `/docs/key` to `<root>/secrets/key` resolves to `/secrets/key`); permission rules
+        check it as well as the path the model named. `None` when the path is unusable.
+        """
+        target = self._target(path)
+        if isinstance(target, str):
+            return None
+        if not self.virtual_mode:
+            return _show(target.real)
+        if target.real == self.root_dir:
+            return "/"
+        return "/" + _show(os.path.relpath(target.real, self.root_dir)).replace(os.sep, "/")
+
     def _child_real(self, entry: os.DirEntry[str]) -> str | None:
         """The OS path to open for a directory entry, or `None` when it must stay hidden.
 

@@ -54,11 +54,14 @@ class FileOperation:
         name: The backend method.
         path: The path argument as the caller gave it (`"/"` when a search has none).
         arguments: The other arguments by name (`content`, `old_string`, `pattern`, ...).
+        resolved_path: Where the backend says the path really leads (a symlink's target),
+            when the backend can tell (`resolved_path(path)`); otherwise `None`.
     """
 
     name: OperationName
     path: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    resolved_path: str | None = None
 
     @property
     def kind(self) -> Literal["read", "write"]:
@@ -115,7 +118,12 @@ class PolicyBackend(BackendBase):
     def bind(self, runtime: Any) -> Self:
         return type(self)(_bind(self.inner, runtime), self.policies)
 
+    def _resolve(self, path: str) -> str | None:
+        resolve = getattr(self.inner, "resolved_path", None)
+        return resolve(path) if resolve is not None else None
+
     def _admit(self, operation: FileOperation) -> FileOperation | str:
+        operation = replace(operation, resolved_path=self._resolve(operation.path))
         for policy in self.policies:
             outcome = policy.check(operation)
             if isinstance(outcome, str):
@@ -125,7 +133,12 @@ class PolicyBackend(BackendBase):
         return operation
 
     def _visible(self, path: str) -> bool:
-        return all(policy.can_see(path) for policy in self.policies)
+        if not all(policy.can_see(path) for policy in self.policies):
+            return False
+        resolved = self._resolve(path)
+        if resolved and path.endswith("/") and not resolved.endswith("/"):
+            resolved += "/"
+        return resolved in (None, path) or all(p.can_see(resolved) for p in self.policies)
 
     def _filter_ls(self, result: LsResult) -> LsResult:
         if result.entries is None:
