@@ -36,4 +36,4 @@ bench: $(STAMP) $(REF_STAMP)
 	$(BIN)/python benchmarks/checkpoint_growth.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info
