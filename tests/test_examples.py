@@ -65,6 +65,80 @@ EXAMPLES: dict[str, list[str]] = {
         "temperatures around 64°F (18°C) during the day, dropping to around 52°F (11°C) at "
         "night. Clear skies with minimal precipitation expected.'"
     ],
+    "filesystem_backend": [
+        "write_file('/reports/summary.md') -> ok: Wrote /reports/summary.md.",
+        "read_file('/../outside.txt') -> error: Error: the path '/../outside.txt' goes above "
+        "the filesystem root.",
+        "read_file('/etc/passwd') -> error: Error: File '/etc/passwd' not found",
+        "files on disk under the root: ['reports/summary.md']",
+        "files outside the root unchanged: True",
+        "secret leaked to the model: False",
+    ],
+    "store_backend": [
+        "thread 1 (alice): 'Remember: green tea, no sugar' -> 'Saved to /preferences.md.'",
+        "thread 2 (alice): 'What do I prefer?' -> 'You prefer: green tea, no sugar'",
+        "thread 3 (bob): 'What do I prefer?' -> \"That did not work: Error: File "
+        "'/preferences.md' not found\"",
+        "DeprecationWarning: StoreBackend namespace factories now receive the LangGraph Runtime",
+        "in the store: [(('alice',), '/preferences.md')]",
+        "thread thread-a: 'What do I prefer?' -> 'You prefer: espresso'",
+        "store namespaces: [('thread-a',), ('thread-b',)]",
+        "AttributeError: 'NoneType' object has no attribute 'user'",
+        "AttributeError: 'NoneType' object has no attribute 'assistant_id'",
+        "store namespaces afterwards: [('thread-a',), ('thread-b',)]",
+    ],
+    "composite_backend": [
+        "read_file(/memories/profile.md) -> 1 Alice prefers short answers.",
+        "read_file(/workspace/draft.md) -> Error: File '/workspace/draft.md' not found",
+        "in the store: [(('filesystem',), '/profile.md')]",
+        "in thread 1's state: ['/workspace/draft.md']",
+        "ls(/) -> /memories/ | /workspace/",
+        "glob(**/*.md) -> /memories/agent.md | /workspace/plan.md",
+        "in state: ['/workspace/plan.md']",
+        "on disk: ['deepagents/myagent/agent.md']",
+        "glob(**/*.md) -> /memories/agent.md | /memories/notes.md | /memories/projects/fathom.md",
+        "on disk: ['deepagents/myagent/agent.md', 'deepagents/myagent/notes.md', "
+        "'deepagents/projects/fathom.md']",
+    ],
+    "custom_backend": [
+        "write_file -> error: Error: '/docs/guide.md' already exists.",
+        "edit_file -> error: Error: old_string occurs 2 times in /docs/guide.md.",
+        "edit_file -> ok: Edited /docs/guide.md: replaced 2 occurrences.",
+        "glob -> ok: /docs/api/index.md | /docs/guide.md",
+        "grep -> ok: /docs/api/index.md: | 2: Status: draft",
+        "read_file -> ok: 1 # Guide (final) | 2 Status: final | 3 Owner: Ana",
+        "read_file -> error: Error: File '/docs/missing.md' not found",
+        "glob -> ok: /docs/api/index.md | /docs/changelog.md | /docs/guide.md",
+        "rows in the files table: ['/docs/api/index.md', '/docs/changelog.md', '/docs/guide.md']",
+        "files in the graph state: []",
+    ],
+    "permissions": [
+        "read_file  /policies/expenses.md          allowed",
+        "write_file /policies/expenses-v2.md       denied",
+        "edit_file  /policies/expenses.md          denied",
+        "write_file /workspace/summary.md          allowed",
+        "the model was told: Error: permission denied: changing '/policies/expenses-v2.md' is "
+        "not allowed (rule 1: deny write /policies/**).",
+        "rule order, bug:\n"
+        "  read_file  /workspace/main.py             allowed\n"
+        "  write_file /workspace/notes.md            allowed\n"
+        "  read_file  /workspace/.env                allowed\n",
+    ],
+    "policy_hooks": [
+        "write_file(/protected/new.md) -> error: Writes are not allowed under /protected/new.md",
+        "edit_file(/protected/rules.md) -> error: Edits are not allowed under /protected/rules.md",
+        "edit_file(/drafts/plan.md) -> ok: Edited /drafts/plan.md: replaced 1 occurrence.",
+        "on disk: {'drafts/plan.md': 'Deploy on Tuesday.\\n', "
+        "'protected/rules.md': 'No deploys on Friday.\\n'}",
+        " ainvoke:",
+    ],
+    "backend_migration": [
+        "before:\n  write_file -> ok: Wrote /notes.md.\n  deprecation warnings: 1",
+        "rt.context:\n  read_file -> ok: 1 call the bank\n  deprecation warnings: 0",
+        "after:\n  read_file -> error: Error: the StoreBackend namespace factory failed with "
+        "AttributeError: 'NoneType' object has no attribute 'user'\n  deprecation warnings: 0",
+        "store namespaces: [('alice',)]",
+    ],
 }
 
 
@@ -282,3 +356,195 @@ def test_structured_output_main():
     assert report.temperature == 18.3
     assert (report.condition, report.humidity, report.wind_speed) == ("Sunny", 48, 7.6)
     assert tool_calls(state)[0] == "internet_search"
+
+
+# --------------------------------------------------------------------------- backends (§7)
+
+
+def files_under(directory: Path) -> dict[str, str]:
+    return {
+        p.relative_to(directory).as_posix(): p.read_text(encoding="utf-8")
+        for p in directory.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_filesystem_backend_main(tmp_path):
+    example = load("filesystem_backend")
+    cwd = os.getcwd()
+    outcome = example.main(str(tmp_path))
+    assert os.getcwd() == cwd  # the example changes back
+
+    # The report is a real file under the root; outside.txt is untouched; nothing else exists.
+    assert files_under(tmp_path) == {
+        "outside.txt": example.SECRET,
+        "project/reports/summary.md": example.REPORT,
+    }
+    assert outcome["on_disk"] == {"reports/summary.md": example.REPORT}
+    assert not (ROOT / "reports").exists()
+
+    write, outside, passwd = tool_messages(outcome["state"])
+    assert write.status != "error"
+    assert outside.status == "error" and "goes above the filesystem root" in outside.content
+    assert passwd.status == "error" and "not found" in passwd.content
+    assert all(
+        example.SECRET.strip() not in str(m.content) and "root:" not in str(m.content)
+        for m in outcome["state"]["messages"]
+    )
+
+
+def test_filesystem_backend_main_cleans_up():
+    outcome = load("filesystem_backend").main()
+    assert not Path(outcome["root"]).exists()
+
+
+def test_store_backend_main():
+    outcome = load("store_backend").main()
+    assert outcome["answers"][:2] == [
+        "Saved to /preferences.md.",
+        "You prefer: green tea, no sugar",
+    ]
+    assert "not found" in outcome["answers"][2]  # bob does not see alice's file
+    (deprecation,) = outcome["deprecations"]
+    assert "ctx.runtime" in deprecation
+    assert outcome["user_store"] == {(("alice",), "/preferences.md"): "green tea, no sugar"}
+
+    assert outcome["thread_namespaces"] == [("thread-a",), ("thread-b",)]
+    contents = {key: value["content"] for key, value in outcome["thread_store"].items()}
+    assert contents == {
+        (("thread-a",), "/preferences.md"): "espresso",
+        (("thread-b",), "/preferences.md"): "rooibos",
+    }
+    errors = outcome["server_errors"]
+    assert "namespace factory failed" in errors["per-user"] and "'user'" in errors["per-user"]
+    assert "'assistant_id'" in errors["per-assistant"]
+
+
+def test_composite_backend_main(tmp_path):
+    outcome = load("composite_backend").main(str(tmp_path))
+
+    # (a) /memories/ is in the store (seen from thread 2); /workspace/ only in thread 1's state.
+    assert outcome["stored"] == {(("filesystem",), "/profile.md"): "Alice prefers short answers."}
+    assert sorted(outcome["first"]["files"]) == ["/workspace/draft.md"]
+    memory, draft = tool_messages(outcome["second"])
+    assert memory.status != "error" and "Alice prefers short answers." in memory.content
+    assert draft.status == "error" and "not found" in draft.content
+    assert not outcome["second"].get("files")
+
+    # (b) /memories/ is on disk under the route's root_dir; /workspace/ is in state.
+    assert sorted(outcome["routed"]["files"]) == ["/workspace/plan.md"]
+    *_, ls, glob = tool_messages(outcome["routed"])
+    assert ls.content.split("\n") == ["/memories/", "/workspace/"]
+    assert glob.content.split("\n") == ["/memories/agent.md", "/workspace/plan.md"]
+    # The longer route /memories/projects/ wins over /memories/.
+    assert files_under(tmp_path) == {
+        "deepagents/myagent/agent.md": "The user likes numbered plans.",
+        "deepagents/myagent/notes.md": "General note",
+        "deepagents/projects/fathom.md": "fathom: port the backend examples",
+    }
+    assert outcome["on_disk"] == files_under(tmp_path)
+    *_, glob = tool_messages(outcome["longest"])
+    assert "/memories/projects/fathom.md" in glob.content.split("\n")
+
+
+def test_custom_backend_main():
+    example = load("custom_backend")
+    outcome = example.main()
+    assert outcome["rows"] == {
+        "/docs/api/index.md": "# API\nStatus: draft\n",
+        "/docs/changelog.md": "v1: first release\n",
+        "/docs/guide.md": "# Guide (final)\nStatus: final\nOwner: Ana\n",
+    }
+    # Files live in the table, not in the graph state.
+    assert not outcome["state"].get("files") and not outcome["async_state"].get("files")
+    statuses = [m.status for m in tool_messages(outcome["state"])]
+    assert [i for i, s in enumerate(statuses) if s == "error"] == [2, 4, 10]
+
+    # The async methods the agent used under ainvoke come from BackendProtocol.
+    from fathom.backends.protocol import BackendProtocol
+
+    assert example.SQLiteBackend.awrite is BackendProtocol.awrite
+    assert isinstance(example.SQLiteBackend(), BackendProtocol)
+
+
+def test_custom_backend_follows_the_protocol():
+    backend = load("custom_backend").SQLiteBackend()
+    created = backend.write("/a/b.txt", "x x")
+    assert (created.error, created.path, created.files_update) == (None, "/a/b.txt", None)
+    assert backend.write("/a/b.txt", "again").error
+    assert backend.edit("/a/b.txt", "x", "y").error  # not unique
+    edited = backend.edit("/a/b.txt", "x", "y", replace_all=True)
+    assert (edited.occurrences, edited.files_update) == (2, None)
+    assert backend.read("/a/b.txt").file_data["content"] == "y y"
+    assert backend.read("/nope.txt").error == "Error: File '/nope.txt' not found"
+    assert backend.read("/../x").error  # a result, not an exception
+    assert [e["path"] for e in backend.ls("/").entries] == ["/a/"]
+    assert backend.ls("/a_").error  # `_` is not a LIKE wildcard here
+    assert backend.glob("[z-a]").error
+    assert [m["line"] for m in backend.grep("y", "/a").matches] == [1]
+
+
+def test_permissions_main():
+    outcome = load("permissions").main()
+
+    policies = outcome["policies"]
+    verdicts = [verdict for _, _, verdict in policies["rows"]]
+    assert verdicts[:4] == ["allowed", "denied", "denied", "allowed"]
+    # /memories/ is keyed by rt.server_info.user.identity: None outside LangGraph Server.
+    assert "object has no attribute 'user'" in policies["rows"][4][2]
+    assert policies["stored"] == {(("acme",), "/expenses.md"): load("permissions").POLICY}
+    assert sorted(policies["state"]["files"]) == ["/workspace/summary.md"]
+
+    a, d = "allowed", "denied"
+    expected = {
+        "workspace isolation": [a, a, a, a, d],
+        "protect .env and examples/": [a, a, d, d, d],
+        "read-only": [a, d, a, d, a],
+        "deny all": [d, d, d, d, d],
+        "rule order, correct": [a, a, d, a, d],
+        "rule order, bug": [a, a, a, a, d],
+    }
+    results = outcome["rule_sets"]
+    assert {name: [v for _, _, v in r["rows"]] for name, r in results.items()} == expected
+    # Refused changes never reach the backend.
+    read_only = results["read-only"]["state"]["files"]
+    assert "/workspace/notes.md" not in read_only
+    assert read_only["/workspace/examples/demo.py"]["content"] == "DEMO = 1\n"
+    # The bug: the .env contents reach the model.
+    env_result = tool_messages(results["rule order, bug"]["state"])[2]
+    assert "API_KEY" in env_result.content
+    assert "API_KEY" not in tool_messages(results["rule order, correct"]["state"])[2].content
+
+
+def test_policy_hooks_main(tmp_path):
+    outcome = load("policy_hooks").main(str(tmp_path))
+    expected_rows = [
+        ("/drafts/plan.md", "ok: Wrote /drafts/plan.md."),
+        ("/protected/new.md", "error: Writes are not allowed under /protected/new.md"),
+        ("/protected/rules.md", "error: Edits are not allowed under /protected/rules.md"),
+        ("/drafts/plan.md", "ok: Edited /drafts/plan.md: replaced 1 occurrence."),
+    ]
+    assert outcome["guarded"]["rows"] == expected_rows
+    assert files_under(tmp_path) == {
+        "workspace/drafts/plan.md": "Deploy on Tuesday.\n",
+        "workspace/protected/rules.md": "No deploys on Friday.\n",
+    }
+    for mode in ("invoke", "ainvoke"):
+        wrapped = outcome["wrapped"][mode]
+        assert wrapped["rows"] == expected_rows
+        assert wrapped["files"] == {
+            "/protected/rules.md": "No deploys on Friday.\n",
+            "/drafts/plan.md": "Deploy on Tuesday.\n",
+        }
+
+
+def test_backend_migration_main():
+    outcome = load("backend_migration").main()
+    before, literal, after = outcome["before"], outcome["rt.context"], outcome["after"]
+    assert before["result"].status != "error"
+    assert len(before["deprecations"]) == 1 and "ctx.runtime" in before["deprecations"][0]
+    assert literal["result"].status != "error" and "call the bank" in literal["result"].content
+    assert literal["deprecations"] == []
+    assert after["result"].status == "error" and after["deprecations"] == []
+    assert "'NoneType' object has no attribute 'user'" in after["result"].content
+    assert outcome["namespaces"] == [("alice",)]
