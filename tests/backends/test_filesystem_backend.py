@@ -9,7 +9,10 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,6 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 SECRET = b"TOP SECRET\n"
 OUTSIDE_ERROR = "resolves outside the workspace root; only files inside it can be used."
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-needs_non_root = pytest.mark.skipif(IS_ROOT, reason="root ignores file permissions")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -308,29 +310,62 @@ def test_read_fifo_is_refused_without_blocking(vfs: FilesystemBackend, root: Pat
     assert paths(vfs.ls("/")) == ["/pipe"]
 
 
-@needs_non_root
-def test_unreadable_file_is_an_error_not_an_exception(vfs: FilesystemBackend, root: Path) -> None:
+def run_without_file_permission_override(root: Path, script: str) -> dict:
+    """Run `script` (which builds `results`) with file permissions enforced; return them.
+
+    Root ignores file modes, so as root the script runs under `setpriv` without the
+    capabilities that bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH).
+    """
+    code = (
+        "import json, sys\n"
+        "from fathom.backends.filesystem import FilesystemBackend\n"
+        "vfs = FilesystemBackend(root_dir=sys.argv[1], virtual_mode=True)\n"
+        f"{script}\n"
+        "print(json.dumps(results))\n"
+    )
+    command = [sys.executable, "-c", code, str(root)]
+    if IS_ROOT:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.fail("running as root needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE")
+        caps = "-dac_override,-dac_read_search"
+        command = [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_unreadable_file_is_an_error_not_an_exception(root: Path) -> None:
     (root / "locked.txt").write_text("needle\n")
     (root / "open.txt").write_text("needle\n")
     os.chmod(root / "locked.txt", 0)
     try:
-        assert "permission denied" in vfs.read("/locked.txt").error
-        assert "permission denied" in vfs.edit("/locked.txt", "needle", "pin").error
-        assert [m["path"] for m in vfs.grep("needle").matches] == ["/open.txt"]
+        results = run_without_file_permission_override(
+            root,
+            "results = {'read': vfs.read('/locked.txt').error,"
+            " 'edit': vfs.edit('/locked.txt', 'needle', 'pin').error,"
+            " 'grep': [m['path'] for m in vfs.grep('needle').matches]}",
+        )
     finally:
         os.chmod(root / "locked.txt", 0o644)
+    assert "permission denied" in results["read"]
+    assert "permission denied" in results["edit"]
+    assert results["grep"] == ["/open.txt"]
+    assert (root / "locked.txt").read_text() == "needle\n"
 
 
-@needs_non_root
-def test_write_into_read_only_directory_is_an_error(vfs: FilesystemBackend, root: Path) -> None:
+def test_write_into_read_only_directory_is_an_error(root: Path) -> None:
     (root / "ro").mkdir()
     os.chmod(root / "ro", 0o555)
     try:
-        assert "permission denied" in vfs.write("/ro/a.txt", "x").error
-        assert not (root / "ro" / "a.txt").exists()
-        assert temp_files(root) == []
+        results = run_without_file_permission_override(
+            root, "results = {'write': vfs.write('/ro/a.txt', 'x').error}"
+        )
     finally:
         os.chmod(root / "ro", 0o755)
+    assert "permission denied" in results["write"]
+    assert not (root / "ro" / "a.txt").exists()
+    assert temp_files(root) == []
 
 
 # --------------------------------------------------------------------------- write
