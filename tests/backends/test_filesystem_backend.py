@@ -23,7 +23,7 @@ from langchain_core.messages import ToolMessage
 from fathom import create_deep_agent
 from fathom.backends import BackendProtocol, supports_delete
 from fathom.backends.filesystem import FilesystemBackend
-from fathom.backends.protocol import WriteResult
+from fathom.backends.protocol import WriteResult, resolve_backend
 from fathom.backends.utils import MAX_EDIT_BYTES
 from fathom.testing import ScriptedModel, ai, tool_call
 
@@ -116,7 +116,7 @@ def make_tree(root: Path) -> None:
 def test_satisfies_the_protocol_and_supports_delete(vfs: FilesystemBackend) -> None:
     assert isinstance(vfs, BackendProtocol)
     assert supports_delete(vfs)
-    assert vfs.bind(object()) is vfs
+    assert resolve_backend(vfs, object()) is vfs  # nothing to bind: files are on disk
 
 
 def test_root_defaults_to_the_working_directory(

@@ -20,6 +20,7 @@ from fathom.backends.protocol import (
     LsResult,
     ReadResult,
     WriteResult,
+    resolve_backend,
     supports_delete,
 )
 from fathom.backends.state import StateBackend
@@ -38,13 +39,6 @@ def _route_prefix(prefix: str) -> str:
     if normalized == "/":
         raise ValueError("A route cannot be '/'; that is what `default` is for.")
     return normalized
-
-
-def _bind(child: Child, runtime: Any) -> BackendProtocol:
-    if callable(child) and not isinstance(child, BackendProtocol):
-        child = child(runtime)
-    bind = getattr(child, "bind", None)
-    return bind(runtime) if bind is not None else child
 
 
 class CompositeBackend(BackendBase):
@@ -77,10 +71,10 @@ class CompositeBackend(BackendBase):
     def bind(self, runtime: Any) -> Self:
         """A composite whose backends each serve `runtime` (factories are called here)."""
         bound = object.__new__(type(self))
-        bound.default = _bind(self.default, runtime)
+        bound.default = resolve_backend(self.default, runtime)
         bound.routes = {}
         for prefix, child in self.routes.items():
-            routed = _bind(child, runtime)
+            routed = resolve_backend(child, runtime)
             if isinstance(routed, StateBackend):
                 routed = routed.mounted_at(prefix)
             bound.routes[prefix] = routed

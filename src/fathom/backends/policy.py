@@ -27,6 +27,7 @@ from fathom.backends.protocol import (
     LsResult,
     ReadResult,
     WriteResult,
+    resolve_backend,
     supports_delete,
 )
 
@@ -94,13 +95,6 @@ class BackendPolicy:
         return True
 
 
-def _bind(backend: Any, runtime: Any) -> BackendProtocol:
-    if callable(backend) and not isinstance(backend, BackendProtocol):
-        backend = backend(runtime)
-    bind = getattr(backend, "bind", None)
-    return bind(runtime) if bind is not None else backend
-
-
 class PolicyBackend(BackendBase):
     """A backend whose operations pass through `policies`, in order, before `inner`.
 
@@ -116,7 +110,7 @@ class PolicyBackend(BackendBase):
         self.policies = list(policies)
 
     def bind(self, runtime: Any) -> Self:
-        return type(self)(_bind(self.inner, runtime), self.policies)
+        return type(self)(resolve_backend(self.inner, runtime), self.policies)
 
     def _resolve(self, path: str) -> str | None:
         resolve = getattr(self.inner, "resolved_path", None)

@@ -28,6 +28,7 @@ __all__ = [
     "LsResult",
     "ReadResult",
     "WriteResult",
+    "resolve_backend",
     "supports_delete",
 ]
 
@@ -197,3 +198,11 @@ def supports_delete(backend: object) -> bool:
 BackendFactory = Callable[[Any], BackendProtocol]
 """A callable `(runtime) -> BackendProtocol`, called for each tool call with its `ToolRuntime`
 (which factories written for the reference API take positionally)."""
+
+
+def resolve_backend(backend: BackendProtocol | BackendFactory, runtime: Any) -> BackendProtocol:
+    """The backend serving one tool call: call a factory, then `bind` it to the runtime."""
+    if callable(backend) and not isinstance(backend, BackendProtocol):
+        backend = backend(runtime)
+    bind = getattr(backend, "bind", None)
+    return bind(runtime) if bind is not None else backend

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from fathom.backends.paths import PathError, normalize_path
 from fathom.backends.policy import PolicyBackend
-from fathom.backends.protocol import BackendProtocol
+from fathom.backends.protocol import BackendProtocol, resolve_backend
 from fathom.backends.state import StateBackend
 from fathom.middleware.fs_answers import (
     change_answer,
@@ -102,14 +102,6 @@ class GrepInput(BaseModel):
 
 
 Backend = BackendProtocol | Callable[[Any], BackendProtocol]
-
-
-def resolve_backend(backend: Backend, runtime: Any) -> BackendProtocol:
-    """The backend serving one tool call: call a factory, then bind to the runtime."""
-    if callable(backend) and not isinstance(backend, BackendProtocol):
-        backend = backend(runtime)
-    bind = getattr(backend, "bind", None)
-    return bind(runtime) if bind is not None else backend
 
 
 _CHANGING_TOOLS = ("write_file", "edit_file")
