@@ -963,3 +963,44 @@ def test_agent_cannot_escape_and_writes_into_the_root(
     after = snapshot(tmp_path)
     assert after.pop(os.path.join("root", "ok.txt")) == b"hi"
     assert after == before
+
+
+@pytest.mark.parametrize("operation", ["write", "edit"])
+def test_a_process_killed_mid_write_leaves_no_half_written_file(
+    root: Path, operation: str
+) -> None:
+    """The writing process dies (os._exit, no cleanup) after half the bytes reached disk."""
+    original = "original\n" * 1000
+    if operation == "edit":
+        (root / "target.txt").write_text(original)
+    script = f"""
+import os, sys
+from fathom.backends import filesystem
+from fathom.backends.filesystem import FilesystemBackend
+
+real_write = os.write
+def dying_write(fd, data):
+    real_write(fd, bytes(data)[: len(data) // 2])
+    os._exit(9)
+filesystem.os.write = dying_write
+backend = FilesystemBackend(root_dir=sys.argv[1], virtual_mode=True)
+if {operation!r} == "write":
+    backend.write("/target.txt", "new content\\n" * 1000)
+else:
+    backend.edit("/target.txt", "original", "changed", replace_all=True)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 9, done.stderr
+    target = root / "target.txt"
+    if operation == "write":
+        assert not target.exists()
+    else:
+        assert target.read_text() == original
+    assert len(temp_files(root)) == 1  # the killed process could not remove its temp file
+    vfs = FilesystemBackend(root_dir=root, virtual_mode=True)
+    listed = [e["path"] for e in vfs.ls("/").entries]
+    assert listed == ([] if operation == "write" else ["/target.txt"])
+    assert [m["path"] for m in vfs.glob("**").matches] == listed
+    assert vfs.grep("new content").matches == []

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -38,6 +39,9 @@ __all__ = ["FilesystemBackend"]
 
 _TEMP_PREFIX = ".fathom-"
 _TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"\.fathom-[0-9a-f]{16}\.tmp")
+"""A write's temporary file: in flight, or left by a process killed mid-write. Listings
+and searches never show one; it is not the agent's file."""
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -392,7 +396,7 @@ class FilesystemBackend(BackendProtocol):
             return LsResult(error=f"Error: could not list '{target.shown}': {_reason(error)}.")
         entries: list[FileInfo] = []
         for entry in children:
-            if self._child_real(entry) is None:
+            if _TEMP_NAME.fullmatch(entry.name) or self._child_real(entry) is None:
                 continue
             shown = target.prefix + _show(entry.name)
             try:
@@ -437,6 +441,8 @@ class FilesystemBackend(BackendProtocol):
             except OSError:
                 continue
             for entry in children:
+                if _TEMP_NAME.fullmatch(entry.name):
+                    continue
                 rel = relative + _show(entry.name)
                 try:
                     if entry.is_dir(follow_symlinks=False):
