@@ -29,6 +29,8 @@ def test_signature_matches_the_reference():
         "model", "tools", "system_prompt", "middleware", "subagents", "skills", "memory",
         "permissions", "backend", "interrupt_on", "response_format", "context_schema",
         "checkpointer", "store", "debug", "name", "cache",
+        # fathom's own additions come after the reference's parameters, keyword-only
+        "general_purpose_subagent",
     ]  # fmt: skip
     positional = [p for p in params.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
     assert [p.name for p in positional] == ["model", "tools"]
@@ -40,11 +42,13 @@ def test_system_prompt_is_keyword_only():
         create_deep_agent(model, [], "be nice")  # type: ignore[misc]
 
 
-def test_default_tools_are_planning_and_filesystem_without_execute():
+def test_default_tools_are_planning_filesystem_and_task_without_execute():
     model = ScriptedModel(replies=[ai("x")])
     create_deep_agent(model).invoke(USER)
     names = model.requests[0].tool_names
-    assert names == ["edit_file", "glob", "grep", "ls", "read_file", "write_file", "write_todos"]
+    assert names == [
+        "edit_file", "glob", "grep", "ls", "read_file", "task", "write_file", "write_todos"
+    ]  # fmt: skip
     assert "execute" not in names
 
 
@@ -120,7 +124,6 @@ def test_instance_is_used_as_is():
 @pytest.mark.parametrize(
     ("parameter", "value", "feature"),
     [
-        ("subagents", [{"name": "a", "description": "b", "system_prompt": "c"}], "subagent"),
         ("skills", ["/skills/"], "skills"),
         ("memory", ["/AGENTS.md"], "memory"),
     ],

@@ -9,12 +9,14 @@ from fathom.middleware import (
     PlanningMiddleware,
 )
 from fathom.middleware.human_in_the_loop import InterruptOnConfig
+from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
 from fathom.models import ModelNotConfiguredError, resolve_model
 from fathom.permissions import FilesystemPermission
 from fathom.prompt import PromptSection
 
 __all__ = [
     "BackendProtocol",
+    "CompiledSubAgent",
     "FilesystemMiddleware",
     "FilesystemPermission",
     "HumanInTheLoopMiddleware",
@@ -24,6 +26,8 @@ __all__ = [
     "PlanningMiddleware",
     "PromptSection",
     "StateBackend",
+    "SubAgent",
+    "SubAgentMiddleware",
     "create_deep_agent",
     "create_file_data",
     "resolve_model",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -22,6 +22,13 @@ from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_tools
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.planning import PlanningMiddleware
+from fathom.middleware.subagents import (
+    GENERAL_PURPOSE,
+    GENERAL_PURPOSE_DESCRIPTION,
+    CompiledSubAgent,
+    SubAgent,
+    SubAgentMiddleware,
+)
 from fathom.models import resolve_model
 from fathom.permissions import FilesystemPermission
 from fathom.prompt import (
@@ -66,97 +73,64 @@ def _prompt_caching_middleware() -> list[AgentMiddleware]:
     return [AnthropicPromptCachingMiddleware(unsupported_model_behavior="ignore")]
 
 
-def create_deep_agent(
-    model: str | BaseChatModel | None = None,
-    tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
+def _merged_by_name(
+    core: list[AgentMiddleware], extra: Sequence[AgentMiddleware]
+) -> list[AgentMiddleware]:
+    """`core` with `extra` merged in: same `.name` replaces in place, others are appended."""
+    merged = list(core)
+    positions = {m.name: i for i, m in enumerate(merged)}
+    for item in extra:
+        if item.name in positions:
+            merged[positions[item.name]] = item
+        else:
+            positions[item.name] = len(merged)
+            merged.append(item)
+    return merged
+
+
+def _hitl(
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
+    has_checkpointer: bool,
+    who: str,
+) -> list[AgentMiddleware]:
+    if not interrupt_on:
+        return []
+    hitl = HumanInTheLoopMiddleware(interrupt_on)
+    if gated_tools(hitl.interrupt_on) and not has_checkpointer:
+        raise ValueError(
+            f"interrupt_on{who} needs a checkpointer to pause and resume the run. Pass "
+            "checkpointer=InMemorySaver() (from langgraph.checkpoint.memory) or a "
+            "SqliteSaver / PostgresSaver; inside a parent graph that has one, pass "
+            "checkpointer=True."
+        )
+    return [hitl]
+
+
+def _build_graph(
+    model: BaseChatModel,
+    tools: Sequence[Any],
     *,
-    system_prompt: str | SystemMessage | None = None,
-    middleware: Sequence[AgentMiddleware] = (),
-    subagents: Sequence[Any] | None = None,
-    skills: list[str] | None = None,
-    memory: list[str] | None = None,
-    permissions: Sequence[FilesystemPermission] | None = None,
-    backend: BackendProtocol | Callable[[Any], BackendProtocol] | None = None,
-    interrupt_on: dict[str, bool | InterruptOnConfig] | None = None,
-    response_format: Any = None,
-    context_schema: type[Any] | None = None,
-    checkpointer: Checkpointer | None = None,
-    store: BaseStore | None = None,
-    debug: bool = False,
-    name: str | None = None,
-    cache: BaseCache | None = None,
+    system_prompt: str | SystemMessage | None,
+    core: list[AgentMiddleware],
+    middleware: Sequence[AgentMiddleware],
+    approval: list[AgentMiddleware],
+    response_format: Any,
+    context_schema: type[Any] | None,
+    checkpointer: Checkpointer | None,
+    store: BaseStore | None,
+    debug: bool,
+    name: str | None,
+    cache: BaseCache | None,
 ) -> CompiledStateGraph:
-    """Build a deep agent: a compiled LangGraph graph that plans, keeps files and asks first.
-
-    The agent runs LangChain's agent loop with fathom's middleware stack, outermost first:
-    planning (`write_todos`), the filesystem tools over `backend`, Anthropic prompt caching
-    (ignored for other providers), the caller's `middleware`, human approval for the tools
-    in `interrupt_on`, repair of dangling and malformed tool calls, and prompt assembly.
-
-    Args:
-        model: A `"provider:model"` string, a chat model, or `None` to read `FATHOM_MODEL`.
-        tools: Extra tools, next to the built-in ones.
-        system_prompt: The caller's instructions; they come first in the system prompt,
-            before fathom's base prompt and each middleware's section.
-        middleware: Extra middleware, placed after fathom's own.
-        subagents: Subagent specs (not available yet: raises `NotImplementedError`).
-        skills: Skill source paths (not available yet: raises `NotImplementedError`).
-        memory: `AGENTS.md` paths (not available yet: raises `NotImplementedError`).
-        permissions: Ordered `FilesystemPermission` rules for the file tools, checked
-            before the backend is touched: first match wins, no match allows.
-        backend: Where files live: a backend or a factory `(runtime) -> backend`.
-            Defaults to `StateBackend()`.
-        interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
-            `InterruptOnConfig`. Needs `checkpointer`.
-        response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a
-            LangChain response format; the validated result is `structured_response`.
-        context_schema: Type of the runtime `context` passed at invocation.
-        checkpointer: Saves thread state; required for `interrupt_on`.
-        store: A LangGraph store for cross-thread data.
-        debug: LangGraph debug output.
-        name: The agent's name (graph name and `lc_agent_name` in stream metadata).
-        cache: A LangGraph node cache.
-
-    Returns:
-        The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
-        `response_format`, `structured_response`.
-
-    Raises:
-        ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
-        ValueError: `interrupt_on` without a checkpointer, or a bad `interrupt_on` entry.
-        NotImplementedError: a parameter whose feature fathom does not have yet, or
-            `permissions` on paths served by a backend that can run shell commands.
-    """
-    if subagents:
-        raise _not_yet("subagents", "the subagent middleware (the `task` tool)")
-    if skills:
-        raise _not_yet("skills", "the skills middleware")
-    if memory:
-        raise _not_yet("memory", "the memory middleware (AGENTS.md loading)")
-
-    chat_model = resolve_model(model)
-
-    stack: list[AgentMiddleware] = [
-        ToolArgsFromMessagesMiddleware(),
-        PlanningMiddleware(),
-        FilesystemMiddleware(backend=backend, permissions=permissions),
-        *_prompt_caching_middleware(),
-        *middleware,
+    """The agent graph for one agent (main or subagent) around LangChain's `create_agent`."""
+    stack = [
+        *_merged_by_name(core, middleware),
+        *approval,
+        PatchToolCallsMiddleware(),
+        PromptAssemblyMiddleware(),
     ]
-    if interrupt_on:
-        hitl = HumanInTheLoopMiddleware(interrupt_on)
-        if gated_tools(hitl.interrupt_on) and checkpointer is None:
-            raise ValueError(
-                "interrupt_on needs a checkpointer to pause and resume the run. Pass "
-                "checkpointer=InMemorySaver() (from langgraph.checkpoint.memory) or a "
-                "SqliteSaver / PostgresSaver; inside a parent graph that has one, pass "
-                "checkpointer=True."
-            )
-        stack.append(hitl)
-    stack += [PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
-
     agent = create_agent(
-        chat_model,
+        model,
         tools=list(tools or []),
         system_prompt=_initial_system_message(system_prompt),
         middleware=stack,
@@ -170,3 +144,184 @@ def create_deep_agent(
         cache=cache,
     )
     return compact_tool_dispatch(agent)
+
+
+def _core_middleware(backend: Any, permissions: Sequence[FilesystemPermission] | None) -> list:
+    return [
+        ToolArgsFromMessagesMiddleware(),
+        PlanningMiddleware(),
+        FilesystemMiddleware(backend=backend, permissions=permissions),
+        *_prompt_caching_middleware(),
+    ]
+
+
+def _compile_subagents(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    model: BaseChatModel,
+    tools: Sequence[Any],
+    system_prompt: str | SystemMessage | None,
+    middleware: Sequence[AgentMiddleware],
+    permissions: Sequence[FilesystemPermission] | None,
+    backend: Any,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
+    context_schema: type[Any] | None,
+    has_checkpointer: bool,
+    general_purpose: bool,
+) -> list[CompiledSubAgent]:
+    """Build every `SubAgent` spec into a graph, and add the general-purpose subagent."""
+    specs = list(specs)
+    if general_purpose and not any(s.get("name") == GENERAL_PURPOSE for s in specs):
+        core_names = {m.name for m in _core_middleware(backend, permissions)}
+        specs.insert(
+            0,
+            {
+                "name": GENERAL_PURPOSE,
+                "description": GENERAL_PURPOSE_DESCRIPTION,
+                "system_prompt": system_prompt,
+                # only the caller's replacements of built-in middleware carry over
+                "middleware": [m for m in middleware if m.name in core_names],
+            },
+        )
+    compiled: list[CompiledSubAgent] = []
+    for spec in specs:
+        if "runnable" in spec:
+            compiled.append(CompiledSubAgent(**spec))  # type: ignore[typeddict-item]
+            continue
+        for key in ("name", "description"):
+            if not spec.get(key):
+                raise ValueError(f"Subagent spec {spec!r} needs a {key!r}.")
+        if spec.get("skills"):
+            raise _not_yet("skills", f"the skills middleware (subagent {spec['name']!r})")
+        rules = spec.get("permissions", permissions)
+        sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
+        graph = _build_graph(
+            resolve_model(spec["model"]) if spec.get("model") else model,
+            spec.get("tools", tools),
+            system_prompt=spec.get("system_prompt"),
+            core=_core_middleware(backend, rules),
+            middleware=spec.get("middleware", ()),
+            approval=_hitl(sub_interrupt_on, has_checkpointer, f" of subagent {spec['name']!r}"),
+            response_format=spec.get("response_format"),
+            context_schema=context_schema,
+            checkpointer=None,  # a subgraph uses the parent's checkpointer and store
+            store=None,
+            debug=False,
+            name=spec["name"],
+            cache=None,
+        )
+        compiled.append(
+            CompiledSubAgent(name=spec["name"], description=spec["description"], runnable=graph)
+        )
+    return compiled
+
+
+def create_deep_agent(
+    model: str | BaseChatModel | None = None,
+    tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
+    *,
+    system_prompt: str | SystemMessage | None = None,
+    middleware: Sequence[AgentMiddleware] = (),
+    subagents: Sequence[SubAgent | CompiledSubAgent | Mapping[str, Any]] | None = None,
+    skills: list[str] | None = None,
+    memory: list[str] | None = None,
+    permissions: Sequence[FilesystemPermission] | None = None,
+    backend: BackendProtocol | Callable[[Any], BackendProtocol] | None = None,
+    interrupt_on: dict[str, bool | InterruptOnConfig] | None = None,
+    response_format: Any = None,
+    context_schema: type[Any] | None = None,
+    checkpointer: Checkpointer | None = None,
+    store: BaseStore | None = None,
+    debug: bool = False,
+    name: str | None = None,
+    cache: BaseCache | None = None,
+    general_purpose_subagent: bool = True,
+) -> CompiledStateGraph:
+    """Build a deep agent: a compiled LangGraph graph that plans, keeps files and delegates.
+
+    The agent runs LangChain's agent loop with fathom's middleware stack, outermost first:
+    planning (`write_todos`), the filesystem tools over `backend`, the `task` tool over the
+    subagents, Anthropic prompt caching (ignored for other providers), the caller's
+    `middleware` (one with the `.name` of a built-in replaces it), human approval for the
+    tools in `interrupt_on`, repair of dangling and malformed tool calls, and prompt
+    assembly.
+
+    Args:
+        model: A `"provider:model"` string, a chat model, or `None` to read `FATHOM_MODEL`.
+        tools: Extra tools, next to the built-in ones.
+        system_prompt: The caller's instructions; they come first in the system prompt,
+            before fathom's base prompt and each middleware's section.
+        middleware: Extra middleware, placed after fathom's own.
+        subagents: `SubAgent` specs (dicts: `name`, `description`, `system_prompt`, and
+            optionally `tools`, `model`, `middleware`, `interrupt_on`, `permissions`,
+            `response_format`) and `CompiledSubAgent`s (`name`, `description`,
+            `runnable`). They are reached through the `task` tool.
+        skills: Skill source paths (not available yet: raises `NotImplementedError`).
+        memory: `AGENTS.md` paths (not available yet: raises `NotImplementedError`).
+        permissions: Ordered `FilesystemPermission` rules for the file tools, checked
+            before the backend is touched: first match wins, no match allows.
+        backend: Where files live: a backend or a factory `(runtime) -> backend`.
+            Defaults to `StateBackend()`. Subagents share it.
+        interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
+            `InterruptOnConfig`. Needs `checkpointer`. Subagents inherit it.
+        response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a
+            LangChain response format; the validated result is `structured_response`.
+        context_schema: Type of the runtime `context` passed at invocation.
+        checkpointer: Saves thread state; required for `interrupt_on`.
+        store: A LangGraph store for cross-thread data.
+        debug: LangGraph debug output.
+        name: The agent's name (graph name and `lc_agent_name` in stream metadata).
+        cache: A LangGraph node cache.
+        general_purpose_subagent: `False` leaves out the default `general-purpose`
+            subagent (a spec with that name replaces it either way). Without any subagent
+            there is no `task` tool.
+
+    Returns:
+        The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
+        `response_format`, `structured_response`.
+
+    Raises:
+        ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
+        ValueError: `interrupt_on` (the agent's or a subagent's) without a checkpointer, a
+            bad `interrupt_on` entry, or a bad subagent spec.
+        NotImplementedError: a parameter whose feature fathom does not have yet, or
+            `permissions` on paths served by a backend that can run shell commands.
+    """
+    if skills:
+        raise _not_yet("skills", "the skills middleware")
+    if memory:
+        raise _not_yet("memory", "the memory middleware (AGENTS.md loading)")
+
+    chat_model = resolve_model(model)
+    core = _core_middleware(backend, permissions)
+    approval = _hitl(interrupt_on, checkpointer is not None, "")
+    compiled = _compile_subagents(
+        subagents or [],
+        model=chat_model,
+        tools=list(tools or []),
+        system_prompt=system_prompt,
+        middleware=middleware,
+        permissions=permissions,
+        backend=backend,
+        interrupt_on=interrupt_on,
+        context_schema=context_schema,
+        has_checkpointer=checkpointer is not None,
+        general_purpose=general_purpose_subagent,
+    )
+    if compiled:
+        core.insert(3, SubAgentMiddleware(compiled))
+    return _build_graph(
+        chat_model,
+        list(tools or []),
+        system_prompt=system_prompt,
+        core=core,
+        middleware=middleware,
+        approval=approval,
+        response_format=response_format,
+        context_schema=context_schema,
+        checkpointer=checkpointer,
+        store=store,
+        debug=debug,
+        name=name,
+        cache=cache,
+    )

@@ -26,7 +26,7 @@ from fathom.testing.scripted import ScriptRequest
 
 OLD = "2024-01-01T00:00:00Z"
 FINAL = "done"
-TOOLS = ["edit_file", "glob", "grep", "ls", "read_file", "write_file", "write_todos"]
+TOOLS = ["edit_file", "glob", "grep", "ls", "read_file", "task", "write_file", "write_todos"]
 
 
 def fd(content: str | bytes, stamp: str = OLD) -> dict:
