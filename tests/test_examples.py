@@ -139,6 +139,93 @@ EXAMPLES: dict[str, list[str]] = {
         "AttributeError: 'NoneType' object has no attribute 'user'\n  deprecation warnings: 0",
         "store namespaces: [('alice',)]",
     ],
+    "subagents_research": [
+        "main agent (claude-sonnet-4-6): task(subagent_type='research-agent', "
+        "description='How does LangGraph make long-running agents reliable?",
+        "research-agent (openai:gpt-5.4): internet_search(query='How does LangGraph make "
+        "long-running agents reliable?', max_results=3), internet_search(",
+        "## Report: How does LangGraph make long-running agents reliable?",
+        "research-agent's first request: 2 messages (system, human)",
+        "main agent's messages: human, ai, tool, ai",
+        "internet_search results the main agent saw: 0",
+        "model calls: claude-sonnet-4-6: 2, openai:gpt-5.4: 2",
+    ],
+    "compiled_subagent": [
+        "data-analyzer built with create_agent:\n  ToolMessage from data-analyzer: Mean 135, "
+        "median 135, range 110-160; +33.3% from the first value to the last: the trend is up.",
+        "data-analyzer built as a StateGraph and compiled:\n  ToolMessage from data-analyzer: "
+        "Mean 135, median 135, range 110-160; +33.3% from the first value to the last: the "
+        "trend is up.",
+        "without .compile(): TypeError: Subagent 'data-analyzer': runnable must be a compiled "
+        "graph",
+        "state without 'messages': ValueError: Subagent 'data-analyzer': its graph state has "
+        "no 'messages' key",
+    ],
+    "subagent_structured_output": [
+        'ToolMessage from \'task\' (JSON):\n  {"summary":"Logical qubits',
+        '"confidence":0.9,"sources":["https://example.org/quantum/error-correction-below-',
+        "keys: ['confidence', 'sources', 'summary']",
+        "valid ResearchFindings: True",
+        "Confidence: 90%",
+    ],
+    "general_purpose_subagent": [
+        "[gemini] main agent: task({'subagent_type': 'general-purpose', 'description': "
+        "'调研量子计算的发展趋势'})",
+        "general-purpose has the main agent's system prompt: True",
+        "general-purpose has the main agent's tools (without task): True",
+        "search results in the main agent's context: 0",
+        "[gpt-5.4] general-purpose: internet_search(",
+        "task tool lists: ['general-purpose: General-purpose agent for research and "
+        "multi-step tasks']",
+        "model calls: gemini 2, gpt-5.4 2",
+        "task offered: False",
+        "search results in the main agent's context: 3",
+        "with a 'researcher' subagent, task lists: ['researcher: Researches a topic in depth']",
+    ],
+    "subagent_context": [
+        "[researcher] get_user_data -> Data for user user-123: Look up my recent activity",
+        "[main-agent] flexible_search -> 5 results:",
+        "[researcher] flexible_search -> 3 results:",
+        "[researcher] shared_lookup -> general lookup:",
+        "[fact-checker] shared_lookup -> strict lookup (primary sources only):",
+        "[fact-checker] verify_claim -> strict check of 'The Eiffel Tower is 500 m tall.': "
+        "NOT verified",
+        "model calls per agent (AgentUsage): {'main-agent': 3, 'researcher': 2, 'fact-checker': 4}",
+        "[main-agent] depth_search -> 5 results:",
+        "[researcher] depth_search -> 2 results:",
+    ],
+    "subagent_interrupts": [
+        "[approve] main agent's read_file ran unreviewed: Contents of /logs/app.log",
+        "[approve] paused: read_file({'path': '/logs/old.log'}) "
+        "allowed=['approve', 'edit', 'reject']",
+        "[approve] resumed -> Done. file-manager: Contents of /logs/old.log",
+        "[edit] resumed -> Done. file-manager: Contents of /logs/archive/old.log",
+        "[reject] resumed -> Done. file-manager: User rejected the tool call for `read_file`",
+        "Invoking agent - sub-agent will use request_approval tool...\n\n"
+        "Interrupt received!\n"
+        "  Type: approval_request\n"
+        "  Action: deploying to production\n"
+        "  Message: Please approve or reject: deploying to production\n\n"
+        "Resuming with Command(resume={'approved': True})...\n\n"
+        "Execution completed!\n"
+        "  Tool result: Great! The approval request has been processed. The action "
+        '**"deploying to production"** was **APPROVED**.',
+        "Resuming with Command(resume={'approved': False, 'reason': 'change freeze'})...",
+        '  Tool result: The action **"deploying to production"** was **REJECTED** (change freeze).',
+    ],
+    "subagent_streaming": [
+        "[main agent] step: model\n  [tools:",
+        "] step: tools",
+        "Subagent complete: task\n  Result: AI safety research works on",
+        "--- [main agent] ---\nDelegating to the researcher.",
+        "--- [subagent: tools:",
+        "lc_agent_name of main tokens: ['main-agent']",
+        "lc_agent_name of subagent tokens: ['researcher']",
+        "] {'status': 'starting', 'topic': 'customer satisfaction trends', 'progress': 0}",
+        "[subagent] custom event: {'status': 'complete', 'progress': 100}",
+        "[subagent] step: tools",
+        "[main] step: tools",
+    ],
 }
 
 
@@ -548,3 +635,283 @@ def test_backend_migration_main():
     assert after["result"].status == "error" and after["deprecations"] == []
     assert "'NoneType' object has no attribute 'user'" in after["result"].content
     assert outcome["namespaces"] == [("alice",)]
+
+
+# ------------------------------------------------------------ subagents (§8, §10.6, §16)
+
+
+def results_sent(request: Any) -> list[ToolMessage]:
+    """The tool results a recorded model request ended with (after its last AI message)."""
+    results: list[ToolMessage] = []
+    for message in reversed(request.messages):
+        if isinstance(message, AIMessage):
+            break
+        if isinstance(message, ToolMessage):
+            results.insert(0, message)
+    return results
+
+
+def task_calls(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        call["args"]
+        for m in state["messages"]
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+        if call["name"] == "task"
+    ]
+
+
+def test_subagents_research_main():
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    outcome = load("subagents_research").main()
+    state = outcome["state"]
+    assert [m.type for m in state["messages"]] == ["human", "ai", "tool", "ai"]
+
+    # Every main-agent answer came from the main model; the subagent ran on its override.
+    main_requests, research_requests = outcome["main_requests"], outcome["research_requests"]
+    assert len(main_requests) == 2 and len(research_requests) == 2
+    for message in state["messages"]:
+        if isinstance(message, AIMessage):
+            assert message.response_metadata["model_name"] == "claude-sonnet-4-6"
+    assert all(r.response.response_metadata["model_name"] == "gpt-5.4" for r in research_requests)
+    (task,) = task_calls(state)
+    assert task["subagent_type"] == "research-agent"
+
+    # The subagent starts from its own system prompt and the task description, nothing else.
+    first = research_requests[0]
+    assert [type(m) for m in first.messages] == [SystemMessage, HumanMessage]
+    assert first.system_prompt.startswith("You are a great researcher")
+    assert first.messages[1].text == task["description"]
+    assert outcome["question"] in task["description"]
+    assert "internet_search" in first.tool_names and "task" not in first.tool_names
+    assert [m.name for m in results_sent(research_requests[1])] == ["internet_search"] * 2
+
+    # The main agent sees the report, never the raw search results.
+    report = research_requests[-1].response.content
+    assert tool_messages(state)[0].content == report
+    assert "internet_search" not in main_requests[0].tool_names
+    for request in main_requests:
+        for message in request.messages:
+            assert not (isinstance(message, ToolMessage) and message.name == "internet_search")
+            assert '"score"' not in str(message.content)
+    assert state["messages"][-1].content.endswith(report)
+    assert "https://docs.langchain.com/oss/python/langgraph/durable-execution" in report
+
+
+def test_compiled_subagent_main():
+    example = load("compiled_subagent")
+    outcome = example.main()
+    verdict = (
+        "Mean 135, median 135, range 110-160; +33.3% from the first value to the last: "
+        "the trend is up."
+    )
+    for key in ("create_agent", "state_graph"):
+        state = outcome[key]
+        (task,) = task_calls(state)
+        assert task["subagent_type"] == "data-analyzer"
+        (result,) = tool_messages(state)
+        assert (result.name, result.content) == ("task", verdict)
+        assert state["messages"][-1].content == f"The data-analyzer's result: {verdict}"
+
+    # create_agent's graph: the analyst model used the tool; only its last text came back.
+    first, last = outcome["analyst_requests"]
+    assert first.response.tool_calls[0]["name"] == "compute_statistics"
+    assert first.response.tool_calls[0]["args"] == {"numbers": [120, 135, 150, 110, 160]}
+    assert [m.name for m in results_sent(last)] == ["compute_statistics"]
+    assert last.response.content == verdict
+    assert '"mean"' not in str([m.content for m in outcome["create_agent"]["messages"]])
+
+    refused = outcome["refused"]
+    assert refused["uncompiled"].startswith("TypeError:") and ".compile()" in refused["uncompiled"]
+    assert refused["no_messages"].startswith("ValueError:")
+    assert "'messages'" in refused["no_messages"]
+
+
+def test_subagent_structured_output_main():
+    example = load("subagent_structured_output")
+    outcome = example.main()
+    message = outcome["tool_message"]
+    assert message.name == "task"
+    findings = example.ResearchFindings.model_validate_json(message.content)
+    assert json.loads(message.content) == outcome["parsed"] == findings.model_dump()
+    assert findings.confidence == 0.9 and 0 <= findings.confidence <= 1
+    assert findings.sources == [
+        "https://example.org/quantum/error-correction-below-threshold",
+        "https://example.org/quantum/neutral-atom-arrays",
+        "https://example.org/quantum/trapped-ion-logical-qubits",
+    ]
+    assert "below threshold" in findings.summary
+
+    # The researcher was offered the schema as a tool; the main agent was not.
+    prompt = example.research_subagent["system_prompt"]
+    researcher = [r for r in outcome["requests"] if r.system_prompt.startswith(prompt)]
+    main = [r for r in outcome["requests"] if not r.system_prompt.startswith(prompt)]
+    assert researcher and all("ResearchFindings" in r.tool_names for r in researcher)
+    assert main and all("ResearchFindings" not in r.tool_names for r in main)
+    answer = outcome["state"]["messages"][-1].content
+    assert "Confidence: 90%" in answer and findings.sources[2] in answer
+
+
+def test_general_purpose_subagent_main():
+    outcome = load("general_purpose_subagent").main()
+    task = {"subagent_type": "general-purpose", "description": "调研量子计算的发展趋势"}
+
+    default = outcome["default"]
+    assert default["same_prompt"] and default["same_tools"]
+    assert task_calls(default["state"]) == [task]
+    assert not [m for m in tool_messages(default["state"]) if m.name == "internet_search"]
+    assert len(default["requests"]) == 4  # main, subagent x2, main: all on the one model
+    searched = default["requests"][1].response.tool_calls
+    assert [c["name"] for c in searched] == ["internet_search"] * 3
+    assert "post-quantum cryptography" in default["state"]["messages"][-1].content
+
+    replaced = outcome["replaced"]
+    assert replaced["catalogue"] == [
+        "general-purpose: General-purpose agent for research and multi-step tasks"
+    ]
+    assert task_calls(replaced["state"]) == [task]
+    assert all("task" in r.tool_names for r in replaced["main_requests"])
+    assert len(replaced["subagent_requests"]) == 2
+    for request in replaced["subagent_requests"]:
+        assert request.system_prompt.startswith("You are a general-purpose assistant.")
+        assert "task" not in request.tool_names
+    main_calls = [c["name"] for r in replaced["main_requests"] for c in r.response.tool_calls]
+    assert main_calls == ["task"]
+
+    off = outcome["off"]
+    assert "task" not in off["tools"] and "internet_search" in off["tools"]
+    assert not task_calls(off["state"])
+    assert [m.name for m in tool_messages(off["state"])] == ["internet_search"] * 3
+    assert off["catalogue"] == ["researcher: Researches a topic in depth"]
+
+
+def test_subagent_context_main():
+    outcome = load("subagent_context").main()
+
+    assert outcome["context"]["tool_rows"] == [
+        ("researcher", "get_user_data", "Data for user user-123: Look up my recent activity")
+    ]
+    assert "user-123" in outcome["context"]["state"]["messages"][-1].content
+
+    rows = outcome["fields"]["tool_rows"]
+    by = {}
+    for agent, tool, text in rows:
+        by.setdefault((agent, tool), []).append(text)
+    assert sorted(by) == [
+        ("fact-checker", "shared_lookup"),
+        ("fact-checker", "verify_claim"),
+        ("main-agent", "flexible_search"),
+        ("main-agent", "shared_lookup"),
+        ("researcher", "flexible_search"),
+        ("researcher", "shared_lookup"),
+    ]
+    assert by["main-agent", "flexible_search"][0].startswith("5 results")
+    assert by["researcher", "flexible_search"][0].startswith("3 results")  # researcher_max_depth
+    assert by["main-agent", "shared_lookup"][0].startswith("general lookup")
+    assert by["researcher", "shared_lookup"][0].startswith("general lookup")
+    assert all(t.startswith("strict lookup") for t in by["fact-checker", "shared_lookup"])
+    verdicts = sorted(by["fact-checker", "verify_claim"])
+    assert len(verdicts) == 2 and all(v.startswith("strict check") for v in verdicts)
+    assert "NOT verified" in verdicts[0] and "verified, confirmed" in verdicts[1]
+    assert outcome["fields"]["calls"] == {"main-agent": 3, "researcher": 2, "fact-checker": 4}
+
+    assert sorted(outcome["namespaced"]["tool_rows"]) == [
+        (
+            "main-agent",
+            "depth_search",
+            "5 results: tower, Paris; finished 1889; World's Fair 1889; 330 m tall; G. Eiffel",
+        ),
+        ("researcher", "depth_search", "2 results: tower, Paris; finished 1889"),
+    ]
+
+
+def test_subagent_interrupts_main():
+    outcome = load("subagent_interrupts").main()
+
+    expected = {
+        "approve": "file-manager: Contents of /logs/old.log",
+        "edit": "file-manager: Contents of /logs/archive/old.log",
+        "reject": "file-manager: User rejected the tool call for `read_file` with reason: "
+        "Old logs stay closed.",
+    }
+    for kind, answer in expected.items():
+        run = outcome["tool_calls"][kind]
+        # The main agent's read_file ran at once; only the subagent's read paused.
+        (reviewed,) = run["reviewed"]
+        assert (reviewed["name"], reviewed["args"]) == ("read_file", {"path": "/logs/old.log"})
+        main_read, task = tool_messages(run["state"])
+        assert (main_read.name, main_read.content) == ("read_file", "Contents of /logs/app.log")
+        assert (task.name, task.content) == ("task", answer)
+        # main x2, file-manager (paused), file-manager after resume, main: no call repeated
+        assert run["model_calls"] == 5
+
+    approved = outcome["approved"]
+    (pending,) = approved["first"].interrupts
+    assert pending.value == {
+        "type": "approval_request",
+        "action": "deploying to production",
+        "message": "Please approve or reject: deploying to production",
+    }
+    assert not approved["second"].interrupts
+    model = approved["approval_model"]
+    assert model.calls == 2  # the subagent's model is not asked again after the resume
+    assert [m.text for m in results_sent(model.requests[1])] == [
+        "Action 'deploying to production' was APPROVED. Proceeding..."
+    ]
+    task = tool_messages(approved["second"].value)[-1]
+    assert task.name == "task" and "**APPROVED**" in task.content
+
+    rejected = outcome["rejected"]
+    assert rejected["first"].interrupts[0].value["type"] == "approval_request"
+    tool_result = results_sent(rejected["approval_model"].requests[1])[0].text
+    assert tool_result == ("Action 'deploying to production' was REJECTED. Reason: change freeze")
+    assert "**REJECTED** (change freeze)" in tool_messages(rejected["second"].value)[-1].content
+
+
+def test_subagent_streaming_main():
+    example = load("subagent_streaming")
+    outcome = example.main()
+
+    # updates: the main agent at (), the subagent under one ("tools:<id>",) namespace
+    updates = outcome["updates"]
+    main_steps = [node for ns, node in updates if ns == ()]
+    assert [n for n in main_steps if n in ("model", "tools")] == ["model", "tools", "model"]
+    sub_namespaces = {ns for ns, _ in updates if ns}
+    (sub_ns,) = sub_namespaces
+    assert len(sub_ns) == 1 and sub_ns[0].startswith("tools:")
+    assert sub_ns[0] != "tools:call_0_0"  # the task id, not the model's tool_call_id
+    sub_steps = [node for ns, node in updates if ns and node in ("model", "tools")]
+    assert sub_steps == ["model", "tools", "model"]
+
+    # messages: tokens add up to each agent's answers; lc_agent_name names the agent
+    messages = outcome["messages"]
+    assert messages["text"] == {
+        "main": "Delegating to the researcher."
+        "Quantum error correction now makes logical qubits better than physical ones.",
+        "subagent": "Saving my notes first." + example.SUMMARIES["quantum computing"],
+    }
+    assert messages["agent_names"] == {"main": {"main-agent"}, "subagent": {"researcher"}}
+
+    # custom: the analyst's tool events, from the subagent's namespace
+    custom = outcome["custom"]
+    assert [data for _, data in custom] == [
+        {"status": "starting", "topic": "customer satisfaction trends", "progress": 0},
+        {"status": "analyzing", "progress": 50},
+        {"status": "complete", "progress": 100},
+    ]
+    assert all(len(ns) == 1 and ns[0].startswith("tools:") for ns, _ in custom)
+
+    # several modes at once
+    multi = outcome["multi"]
+    steps = [(source, what) for kind, source, what in multi if kind == "updates"]
+    assert steps == [
+        ("main", "model"),
+        ("subagent", "model"),
+        ("subagent", "tools"),
+        ("subagent", "model"),
+        ("main", "tools"),
+        ("main", "model"),
+    ]
+    assert [s for kind, s, _ in multi if kind == "custom"] == ["subagent"] * 3
+    assert {s for kind, s, _ in multi if kind == "messages"} == {"main", "subagent"}
