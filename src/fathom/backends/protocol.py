@@ -25,6 +25,7 @@ __all__ = [
     "GlobResult",
     "GrepMatch",
     "GrepResult",
+    "HookRuntime",
     "LsResult",
     "ReadResult",
     "WriteResult",
@@ -198,6 +199,34 @@ def supports_delete(backend: object) -> bool:
 BackendFactory = Callable[[Any], BackendProtocol]
 """A callable `(runtime) -> BackendProtocol`, called for each tool call with its `ToolRuntime`
 (which factories written for the reference API take positionally)."""
+
+
+class HookRuntime:
+    """What a backend (or factory) needs to serve a middleware hook outside a tool call.
+
+    Tools get a `ToolRuntime`; hooks such as `before_agent(state, runtime)` get the graph
+    state and a LangGraph `Runtime` separately. This joins them: `state`, and every
+    attribute of the runtime (`context`, `store`, `execution_info`, `server_info`, ...),
+    plus the run's `config`.
+    """
+
+    def __init__(self, state: Any, runtime: Any, config: Any = None) -> None:
+        self.state = state
+        self._runtime = runtime
+        self.config = config if config is not None else _current_config()
+        self.tool_call_id = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_runtime"), name)
+
+
+def _current_config() -> Any:
+    try:
+        from langgraph.config import get_config
+
+        return get_config()
+    except RuntimeError:
+        return {}
 
 
 def resolve_backend(backend: BackendProtocol | BackendFactory, runtime: Any) -> BackendProtocol:
