@@ -29,6 +29,7 @@ from fathom.middleware.subagents import (
     SubAgent,
     SubAgentMiddleware,
 )
+from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.models import resolve_model
 from fathom.permissions import FilesystemPermission
 from fathom.prompt import (
@@ -152,6 +153,7 @@ def _core_middleware(backend: Any, permissions: Sequence[FilesystemPermission] |
         PlanningMiddleware(),
         FilesystemMiddleware(backend=backend, permissions=permissions),
         *_prompt_caching_middleware(),
+        SummarizationMiddleware(backend=backend),
     ]
 
 

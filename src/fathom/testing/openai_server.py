@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -247,6 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat_completions(_parse_request(body))
         except _BadRequest as exc:
             self._send_error(400, str(exc), "invalid_request_error", exc.code)
+        except ContextOverflowError as exc:
+            # What OpenAI answers when the prompt does not fit the model's window.
+            self._send_error(400, str(exc), "invalid_request_error", "context_length_exceeded")
         except ScriptExhausted as exc:
             # Retrying cannot help: tell the OpenAI SDK not to.
             self._send_error(500, str(exc), "server_error", "script_exhausted", retry=False)

@@ -1,0 +1,437 @@
+"""Context compression: offload big tool results, trim old tool inputs, summarize history.
+
+Three mechanisms keep a long run inside the model's window, cheapest first:
+
+1. **Offloading.** A tool result over `offload_tokens` is written to the backend (under
+   `/large_tool_results/`) and the conversation keeps a preview and the path.
+2. **Trimming old tool inputs.** Once the context reaches the trigger, the big arguments
+   of earlier `write_file` / `edit_file` calls (the file is on the backend already) are
+   replaced by a pointer to the file.
+3. **Summarization.** If that is not enough, the older messages are replaced by a
+   structured summary written by the model; the replaced messages are archived as a
+   transcript under `/conversation_history/`, readable with `read_file` and `grep`.
+   Tool calls and their results are never separated. A `ContextOverflowError` from the
+   provider forces a summarization and one retry.
+
+Everything happens inside the model step (`wrap_model_call` / `wrap_tool_call`), so it adds
+no graph node and no checkpoint of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+
+from fathom.backends.protocol import BackendProtocol, resolve_backend
+from fathom.backends.state import StateBackend
+
+__all__ = [
+    "ARCHIVE_DIR",
+    "FALLBACK_KEEP_MESSAGES",
+    "FALLBACK_TRIGGER_TOKENS",
+    "OFFLOAD_DIR",
+    "SUMMARY_SOURCE",
+    "SummarizationMiddleware",
+    "context_window",
+]
+
+OFFLOAD_DIR = "/large_tool_results"
+ARCHIVE_DIR = "/conversation_history"
+SUMMARY_SOURCE = "summarization"
+"""`lc_source` metadata of summary calls (filter their streamed tokens) and summary messages."""
+
+TRIGGER_FRACTION = 0.85
+KEEP_FRACTION = 0.10
+FALLBACK_TRIGGER_TOKENS = 170_000
+FALLBACK_KEEP_MESSAGES = 6
+OFFLOAD_TOKENS = 20_000
+CHARS_PER_TOKEN = 4
+PREVIEW_LINES = 10
+# File tools bound their own output (and offloading a read would only offload it again).
+_NOT_OFFLOADED = frozenset({"ls", "glob", "grep", "read_file", "write_file", "edit_file"})
+_TRIMMED_ARGS = {"write_file": "content", "edit_file": "new_string"}
+
+SUMMARY_PROMPT = """You are compressing the history of an agent's working session so the agent can continue without it. Write a summary with exactly these sections:
+
+## Intent
+What the user asked for and any constraints or preferences they stated.
+
+## Facts and decisions
+Every concrete fact, number, name, identifier and decision the work depends on. Keep exact values.
+
+## Artifacts
+Files created or changed (full paths) and what each holds.
+
+## Progress and next steps
+What is done, what is in progress, and what remains.
+
+Write only the summary. The session so far:
+
+{conversation}"""  # noqa: E501
+
+
+def context_window(model: Any, explicit: int | None = None) -> int | None:
+    """The model's input window in tokens: `explicit`, else its profile, else `None`."""
+    if explicit:
+        return explicit
+    profile = getattr(model, "profile", None) or {}
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def _approx(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> int:
+    return count_tokens_approximately(list(messages), tools=list(tools or []) or None)
+
+
+def _is_summary(message: Any) -> bool:
+    return (
+        isinstance(message, HumanMessage)
+        and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    )
+
+
+def _transcript(messages: Sequence[AnyMessage]) -> str:
+    """The messages as a readable Markdown transcript (the archive format)."""
+    lines: list[str] = []
+    for message in messages:
+        lines.append(f"### {message.type}" + (f" ({message.name})" if message.name else ""))
+        text = message.text if isinstance(message.content, list) else str(message.content)
+        if text:
+            lines.append(text)
+        for call in getattr(message, "tool_calls", None) or []:
+            args = json.dumps(call.get("args"), ensure_ascii=False)
+            lines.append(f"-> {call['name']}({args})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@dataclass
+class _Compaction:
+    messages: list[AnyMessage]
+    files: dict[str, Any]
+
+
+class SummarizationMiddleware(AgentMiddleware):
+    """Keeps the context under the model's window (see the module docstring).
+
+    Args:
+        model: The model that writes summaries; `None` uses the agent's own model.
+        backend: Where offloaded results and archives go (a backend or factory);
+            `None` is `StateBackend()`.
+        max_input_tokens: The window; `None` reads the model's profile.
+        trigger_fraction: Compress when the context reaches this share of the window.
+        keep_fraction: Share of the window kept as recent messages when summarizing.
+        fallback_trigger_tokens: The trigger when the window is unknown.
+        fallback_keep_messages: Messages kept when the window is unknown.
+        offload_tokens: Tool results (and old tool inputs) above this size are offloaded.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel | None = None,
+        backend: Any = None,
+        *,
+        max_input_tokens: int | None = None,
+        trigger_fraction: float = TRIGGER_FRACTION,
+        keep_fraction: float = KEEP_FRACTION,
+        fallback_trigger_tokens: int = FALLBACK_TRIGGER_TOKENS,
+        fallback_keep_messages: int = FALLBACK_KEEP_MESSAGES,
+        offload_tokens: int = OFFLOAD_TOKENS,
+    ) -> None:
+        super().__init__()
+        if not 0 < keep_fraction < trigger_fraction <= 1:
+            raise ValueError("Need 0 < keep_fraction < trigger_fraction <= 1.")
+        self.model = model
+        self.backend = backend if backend is not None else StateBackend()
+        self.max_input_tokens = max_input_tokens
+        self.trigger_fraction = trigger_fraction
+        self.keep_fraction = keep_fraction
+        self.fallback_trigger_tokens = fallback_trigger_tokens
+        self.fallback_keep_messages = fallback_keep_messages
+        self.offload_tokens = offload_tokens
+
+    # -- measuring -------------------------------------------------------------------------
+
+    def _window(self, request: ModelRequest) -> int | None:
+        return context_window(self.model or request.model, self.max_input_tokens)
+
+    def _trigger(self, request: ModelRequest) -> int:
+        window = self._window(request)
+        return int(window * self.trigger_fraction) if window else self.fallback_trigger_tokens
+
+    def count_tokens(self, request: ModelRequest, messages: Sequence[AnyMessage]) -> int:
+        """The request's size: the model's own count for the prefix it last reported on
+        (its `usage_metadata`), plus an estimate for what came after; all estimated when
+        no usage is reported."""
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if isinstance(message, AIMessage) and message.usage_metadata:
+                usage = message.usage_metadata
+                reported = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+                return reported + _approx(messages[index + 1 :])
+        system = [request.system_message] if request.system_message else []
+        return _approx([*system, *messages], request.tools)
+
+    # -- the model step --------------------------------------------------------------------
+
+    def _plan(self, request: ModelRequest) -> tuple[ModelRequest, _Compaction | None]:
+        messages = list(request.messages)
+        if self.count_tokens(request, messages) < self._trigger(request):
+            return request, None
+        trimmed = self._trim_old_inputs(request, messages)
+        if trimmed is not None and self.count_tokens(request, trimmed) < self._trigger(request):
+            compaction = _Compaction(trimmed, {})
+            return request.override(messages=trimmed), compaction
+        return request, None  # summarization needs the model: done by the caller
+
+    def _cutoff(self, request: ModelRequest, messages: list[AnyMessage]) -> int:
+        """Index of the first kept message; tool results stay with their call."""
+        window = self._window(request)
+        if window:
+            budget, kept, index = int(window * self.keep_fraction), 0, len(messages)
+            while index > 0:
+                size = _approx([messages[index - 1]])
+                if kept + size > budget:
+                    break
+                kept += size
+                index -= 1
+        else:
+            index = max(len(messages) - self.fallback_keep_messages, 0)
+        index = min(index, len(messages) - 1)  # always keep the newest message
+        while index > 0 and isinstance(messages[index], ToolMessage):
+            index -= 1  # keep the call together with its results
+        return index
+
+    def _trim_old_inputs(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> list[AnyMessage] | None:
+        """Messages with big write/edit arguments before the kept region replaced by a pointer."""
+        cutoff = self._cutoff(request, messages)
+        limit = self.offload_tokens * CHARS_PER_TOKEN
+        changed = False
+        result = list(messages)
+        for i, message in enumerate(messages[:cutoff]):
+            if not isinstance(message, AIMessage) or not message.tool_calls:
+                continue
+            calls = []
+            for call in message.tool_calls:
+                key = _TRIMMED_ARGS.get(call["name"])
+                value = call["args"].get(key) if key else None
+                if isinstance(value, str) and len(value) > limit:
+                    path = call["args"].get("file_path", "the file")
+                    note = f"[{len(value):,} characters, stored in {path}; read it with read_file]"
+                    call = {**call, "args": {**call["args"], key: note}}
+                    changed = True
+                calls.append(call)
+            result[i] = message.model_copy(update={"tool_calls": calls})
+        return result if changed else None
+
+    def _archive(self, request: ModelRequest, messages: list[AnyMessage]) -> tuple[str, dict]:
+        """Write the transcript of `messages` to the backend: (path, files update)."""
+        first_id = next((m.id for m in messages if m.id), None) or "session"
+        backend = resolve_backend(self.backend, _tool_like_runtime(request))
+        path = f"{ARCHIVE_DIR}/{first_id}.md"
+        result = backend.write(path, _transcript(messages))
+        if result.error:
+            return f"(not archived: {result.error})", {}
+        return path, dict(result.files_update or {})
+
+    def _summary_prompt(self, request: ModelRequest, messages: list[AnyMessage]) -> list:
+        window = self._window(request) or self.fallback_trigger_tokens
+        budget = int(window * 0.5) * CHARS_PER_TOKEN
+        earlier = [m for m in messages if _is_summary(m)]
+        text = _transcript([m for m in messages if not _is_summary(m)])
+        if len(text) > budget:
+            text = "[...earlier part cut...]\n" + text[-budget:]
+        previous = "\n\n".join(str(m.content) for m in earlier)
+        if previous:
+            text = f"(Summary of an even earlier part)\n{previous}\n\n{text}"
+        return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=text))]
+
+    def _summary_message(self, summary: str, archive: str) -> HumanMessage:
+        return HumanMessage(
+            content=(
+                "[The conversation so far was summarized to save space.]\n\n"
+                f"{summary.strip()}\n\nThe full transcript of the summarized part is in "
+                f"{archive}; use read_file or grep on it if you need an exact detail."
+            ),
+            additional_kwargs={"lc_source": SUMMARY_SOURCE},
+        )
+
+    def _split(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> tuple[list[AnyMessage], list[AnyMessage]] | None:
+        cutoff = self._cutoff(request, messages)
+        if cutoff <= 0:
+            return None
+        kept = [
+            m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) else m
+            for m in messages[cutoff:]
+        ]
+        return messages[:cutoff], kept
+
+    def _summarized(
+        self, request: ModelRequest, old: list[AnyMessage], kept: list, summary: str, archive: tuple
+    ) -> _Compaction:
+        path, files = archive
+        return _Compaction([self._summary_message(summary, path), *kept], files)
+
+    def _config(self) -> dict:
+        return {"metadata": {"lc_source": SUMMARY_SOURCE}, "tags": ["fathom:summarization"]}
+
+    def _compact(self, request: ModelRequest, messages: list[AnyMessage]) -> _Compaction | None:
+        split = self._split(request, messages)
+        if split is None:
+            return None
+        old, kept = split
+        model = self.model or request.model
+        summary = model.invoke(self._summary_prompt(request, old), config=self._config())
+        return self._summarized(request, old, kept, summary.text, self._archive(request, old))
+
+    async def _acompact(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> _Compaction | None:
+        split = self._split(request, messages)
+        if split is None:
+            return None
+        old, kept = split
+        model = self.model or request.model
+        summary = await model.ainvoke(self._summary_prompt(request, old), config=self._config())
+        return self._summarized(request, old, kept, summary.text, self._archive(request, old))
+
+    def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
+        messages = compaction.messages if compaction else list(request.messages)
+        return self.count_tokens(request, messages) >= self._trigger(request)
+
+    @staticmethod
+    def _merge(first: _Compaction | None, second: _Compaction | None) -> _Compaction | None:
+        if second is None:
+            return first
+        if first is None:
+            return second
+        return _Compaction(second.messages, {**first.files, **second.files})
+
+    def _respond(self, response: Any, compaction: _Compaction | None) -> Any:
+        if compaction is None:
+            return response
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        result = ModelResponse(
+            result=[
+                RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                *compaction.messages,
+                *response.result,
+            ],
+            structured_response=response.structured_response,
+        )
+        command = Command(update={"files": compaction.files}) if compaction.files else None
+        return ExtendedModelResponse(model_response=result, command=command)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
+    ) -> Any:
+        request, compaction = self._plan(request)
+        if self._needs_summary(request, compaction):
+            base = compaction.messages if compaction else list(request.messages)
+            compaction = self._merge(compaction, self._compact(request, base))
+            if compaction is not None:
+                request = request.override(messages=compaction.messages)
+        try:
+            return self._respond(handler(request), compaction)
+        except ContextOverflowError:
+            forced = self._compact(request, list(request.messages))
+            if forced is None:
+                raise
+            compaction = self._merge(compaction, forced)
+            retry = request.override(messages=compaction.messages)
+            return self._respond(handler(retry), compaction)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
+    ) -> Any:
+        request, compaction = self._plan(request)
+        if self._needs_summary(request, compaction):
+            base = compaction.messages if compaction else list(request.messages)
+            compaction = self._merge(compaction, await self._acompact(request, base))
+            if compaction is not None:
+                request = request.override(messages=compaction.messages)
+        try:
+            return self._respond(await handler(request), compaction)
+        except ContextOverflowError:
+            forced = await self._acompact(request, list(request.messages))
+            if forced is None:
+                raise
+            compaction = self._merge(compaction, forced)
+            retry = request.override(messages=compaction.messages)
+            return self._respond(await handler(retry), compaction)
+
+    # -- offloading big tool results ---------------------------------------------------------
+
+    def _offload(self, request: ToolCallRequest, result: Any) -> Any:
+        if not isinstance(result, ToolMessage) or request.tool_call["name"] in _NOT_OFFLOADED:
+            return result
+        content = result.content
+        if not isinstance(content, str) or len(content) <= self.offload_tokens * CHARS_PER_TOKEN:
+            return result
+        call_id = request.tool_call.get("id") or "result"
+        path = f"{OFFLOAD_DIR}/{call_id}"
+        backend: BackendProtocol = resolve_backend(self.backend, request.runtime)
+        written = backend.write(path, content)
+        lines = content.splitlines()
+        preview = "\n".join(line[:200] for line in lines[:PREVIEW_LINES])
+        if written.error:
+            cut = self.offload_tokens * CHARS_PER_TOKEN
+            text = (
+                f"{content[:cut]}\n[Output cut at {cut:,} of {len(content):,} characters; it "
+                f"could not be saved in full: {written.error}]"
+            )
+        else:
+            text = (
+                f"This result was too large to show ({len(content):,} characters, "
+                f"{len(lines):,} lines), so it was saved to {path}. Its first lines:\n\n"
+                f"{preview}\n\nRead the rest with read_file (offset and limit) or search it "
+                "with grep."
+            )
+        message = result.model_copy(update={"content": text})
+        if written.files_update:
+            return Command(update={"files": written.files_update, "messages": [message]})
+        return message
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]
+    ) -> Any:
+        return self._offload(request, handler(request))
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]
+    ) -> Any:
+        return self._offload(request, await handler(request))
+
+
+def _tool_like_runtime(request: ModelRequest) -> Any:
+    """The model request's state and runtime, shaped for `resolve_backend`."""
+    from fathom.backends.protocol import HookRuntime
+
+    return HookRuntime(request.state, request.runtime)
