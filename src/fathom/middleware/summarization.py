@@ -20,6 +20,7 @@ no graph node and no checkpoint of its own.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,7 @@ __all__ = [
     "SUMMARY_SOURCE",
     "SummarizationMiddleware",
     "context_window",
+    "is_context_overflow",
 ]
 
 OFFLOAD_DIR = "/large_tool_results"
@@ -105,6 +107,23 @@ def _approx(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> int:
     return count_tokens_approximately(list(messages), tools=list(tools or []) or None)
 
 
+_OVERFLOW_TEXT = re.compile(
+    r"context_length_exceeded|maximum context length|prompt is too long|context window|"
+    r"too many (input )?tokens",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(error: BaseException) -> bool:
+    """Whether `error` says the prompt did not fit the model's window.
+
+    LangChain raises `ContextOverflowError` for the providers it recognises; OpenAI-
+    compatible servers such as vLLM word it differently ("maximum context length"), so
+    the message is checked too.
+    """
+    return isinstance(error, ContextOverflowError) or bool(_OVERFLOW_TEXT.search(str(error)))
+
+
 def _is_summary(message: Any) -> bool:
     return (
         isinstance(message, HumanMessage)
@@ -131,6 +150,8 @@ def _transcript(messages: Sequence[AnyMessage]) -> str:
 class _Compaction:
     messages: list[AnyMessage]
     files: dict[str, Any]
+    tokens: int | None = None
+    """The size after compaction when known better than a fresh count (after a trim)."""
 
 
 class SummarizationMiddleware(AgentMiddleware):
@@ -198,13 +219,16 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _plan(self, request: ModelRequest) -> tuple[ModelRequest, _Compaction | None]:
         messages = list(request.messages)
-        if self.count_tokens(request, messages) < self._trigger(request):
+        tokens = self.count_tokens(request, messages)
+        if tokens < self._trigger(request):
             return request, None
         trimmed = self._trim_old_inputs(request, messages)
-        if trimmed is not None and self.count_tokens(request, trimmed) < self._trigger(request):
-            compaction = _Compaction(trimmed, {})
-            return request.override(messages=trimmed), compaction
-        return request, None  # summarization needs the model: done by the caller
+        if trimmed is None:
+            return request, None  # summarization needs the model: done by the caller
+        # the model's reported usage predates the trim, so subtract what the trim saved
+        saved = _approx(messages) - _approx(trimmed)
+        compaction = _Compaction(trimmed, {}, tokens - saved)
+        return request.override(messages=trimmed), compaction
 
     def _cutoff(self, request: ModelRequest, messages: list[AnyMessage]) -> int:
         """Index of the first kept message; tool results stay with their call."""
@@ -322,6 +346,8 @@ class SummarizationMiddleware(AgentMiddleware):
         return self._summarized(request, old, kept, summary.text, self._archive(request, old))
 
     def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
+        if compaction is not None and compaction.tokens is not None:
+            return compaction.tokens >= self._trigger(request)
         messages = compaction.messages if compaction else list(request.messages)
         return self.count_tokens(request, messages) >= self._trigger(request)
 
@@ -360,7 +386,9 @@ class SummarizationMiddleware(AgentMiddleware):
                 request = request.override(messages=compaction.messages)
         try:
             return self._respond(handler(request), compaction)
-        except ContextOverflowError:
+        except Exception as error:
+            if not is_context_overflow(error):
+                raise
             forced = self._compact(request, list(request.messages))
             if forced is None:
                 raise
@@ -379,7 +407,9 @@ class SummarizationMiddleware(AgentMiddleware):
                 request = request.override(messages=compaction.messages)
         try:
             return self._respond(await handler(request), compaction)
-        except ContextOverflowError:
+        except Exception as error:
+            if not is_context_overflow(error):
+                raise
             forced = await self._acompact(request, list(request.messages))
             if forced is None:
                 raise

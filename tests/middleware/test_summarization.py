@@ -1,0 +1,207 @@
+"""Context compression: offloading, trimming old tool inputs, summarization, overflow retry."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from fathom import create_deep_agent
+from fathom.middleware.summarization import (
+    ARCHIVE_DIR,
+    OFFLOAD_DIR,
+    SUMMARY_SOURCE,
+    SummarizationMiddleware,
+)
+from fathom.testing import ScriptedModel, ai, tool_call
+
+USER = {"messages": [{"role": "user", "content": "go"}]}
+SUMMARY_MARK = "You are compressing the history"
+
+
+@tool
+def dump(query: str) -> str:
+    """Return a very large report."""
+    return "\n".join(f"row {i}: " + "v" * 95 for i in range(2000))  # ~200,000 characters
+
+
+def test_a_huge_tool_result_is_offloaded_and_readable_from_its_path():
+    def policy(request):
+        done = [m for m in request.messages if m.type == "tool"]
+        if not done:
+            return ai("", tool_call("dump", {"query": "all"}))
+        if len(done) == 1:
+            path = re.search(r"saved to (\S+?)\.? Its", done[0].content).group(1)
+            return ai("", tool_call("read_file", {"file_path": path, "offset": 1500, "limit": 3}))
+        return ai("done")
+
+    model = ScriptedModel(policy=policy)
+    result = create_deep_agent(model, [dump]).invoke(USER)
+    offloaded = next(m for m in result["messages"] if m.type == "tool")
+    assert len(offloaded.content) < 3_000 and "row 0:" in offloaded.content
+    assert model.requests[1].input_tokens < 20_000
+    read = [m for m in result["messages"] if m.type == "tool"][1]
+    assert "row 1500: " + "v" * 95 in read.content
+    (path,) = [p for p in result["files"] if p.startswith(OFFLOAD_DIR)]
+    assert len(result["files"][path]["content"]) > 190_000
+
+
+def test_file_tool_results_are_never_offloaded():
+    big = "z" * 100_000
+    model = ScriptedModel(
+        replies=[
+            ai("", tool_call("write_file", {"file_path": "/big.txt", "content": big})),
+            ai("", tool_call("grep", {"pattern": "z", "output_mode": "content"})),
+            ai("done"),
+        ]
+    )
+    result = create_deep_agent(model).invoke(USER)
+    assert not [p for p in result["files"] if p.startswith(OFFLOAD_DIR)]
+
+
+@tool
+def observe(step: int) -> str:
+    """Observe the world at one step."""
+    if step == 1:
+        return "the secret code is 4721"
+    return f"step {step}: nothing special, filler text that takes room in the context window"
+
+
+def long_run_policy(steps: int, counters: dict):
+    def policy(request):
+        last = request.last_human_text or ""
+        if last.startswith(SUMMARY_MARK):
+            counters["summaries"] += 1
+            codes = re.findall(r"secret code is (\d+)", last)
+            fact = f"- the secret code is {codes[0]}\n" if codes else "- nothing yet\n"
+            return ai(f"## Facts and decisions\n{fact}## Progress\n- {counters['steps']} steps")
+        if counters["steps"] < steps:
+            counters["steps"] += 1
+            return ai("", tool_call("observe", {"step": counters["steps"]}))
+        text = "\n".join(str(m.content) for m in request.messages)
+        codes = re.findall(r"secret code is (\d+)", text)
+        return ai(f"The secret code is {codes[0] if codes else 'unknown'}")
+
+    return policy
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_a_300_step_run_stays_inside_a_small_window_and_remembers_step_1(mode):
+    window = 4_000
+    counters = {"steps": 0, "summaries": 0}
+    policy = long_run_policy(300, counters)
+    model = ScriptedModel(policy=policy, profile={"max_input_tokens": window})
+    agent = create_deep_agent(model, [observe])
+    config = {"recursion_limit": 2_000}
+    if mode == "invoke":
+        result = agent.invoke(USER, config)
+    else:
+        result = await agent.ainvoke(USER, config)
+    assert counters["steps"] == 300
+    assert max(r.input_tokens for r in model.requests) <= window
+    assert counters["summaries"] >= 5
+    assert result["messages"][-1].content == "The secret code is 4721"
+    archives = sorted(p for p in result["files"] if p.startswith(ARCHIVE_DIR))
+    assert len(archives) == counters["summaries"]
+    first = next(result["files"][p]["content"] for p in archives if "4721" in
+                 result["files"][p]["content"])  # fmt: skip
+    assert "observe" in first
+    # tool calls and their results are never split: every result follows its call
+    messages = result["messages"]
+    for i, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            calls = {c["id"] for m in messages[:i] if isinstance(m, AIMessage)
+                     for c in m.tool_calls}  # fmt: skip
+            assert message.tool_call_id in calls
+    summary = messages[0]
+    assert summary.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    assert "4721" in summary.content and ARCHIVE_DIR in summary.content
+
+
+def test_a_context_overflow_error_summarizes_and_retries_once():
+    counters = {"steps": 0, "summaries": 0, "raised": 0}
+    inner = long_run_policy(30, counters)
+
+    def policy(request):
+        if counters["steps"] == 20 and not counters["raised"]:
+            counters["raised"] += 1
+            raise ContextOverflowError("prompt is too long for this model")
+        return inner(request)
+
+    model = ScriptedModel(policy=policy)  # no profile: the fallback trigger is far away
+    result = create_deep_agent(model, [observe]).invoke(USER, {"recursion_limit": 500})
+    assert counters["raised"] == 1 and counters["summaries"] == 1
+    assert result["messages"][-1].content == "The secret code is 4721"
+    # the fallback keeps the last 6 messages (plus whole call/result pairs)
+    assert any(p.startswith(ARCHIVE_DIR) for p in result["files"])
+
+
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "This model's maximum context length is 4096 tokens.",  # OpenAI, vLLM
+        "prompt is too long: 5000 tokens > 4096 maximum",  # Anthropic style
+    ],
+)
+def test_an_overflow_from_a_real_provider_client_is_recovered(wording):
+    from langchain_openai import ChatOpenAI
+
+    from fathom.testing import ScriptedOpenAIServer
+
+    counters = {"steps": 0, "summaries": 0, "raised": 0}
+    inner = long_run_policy(12, counters)
+
+    def policy(request):
+        if counters["steps"] == 8 and not counters["raised"]:
+            counters["raised"] += 1
+            raise ContextOverflowError(wording)
+        return inner(request)
+
+    with ScriptedOpenAIServer(ScriptedModel(policy=policy)) as server:
+        client = ChatOpenAI(model="scripted", base_url=server.base_url, api_key="none",
+                            max_retries=0)  # fmt: skip
+        result = create_deep_agent(client, [observe]).invoke(USER, {"recursion_limit": 200})
+    assert counters["raised"] == 1 and counters["summaries"] == 1
+    assert result["messages"][-1].content == "The secret code is 4721"
+
+
+def test_old_write_inputs_are_trimmed_before_anything_is_summarized():
+    contents = [f"doc {i} " + "w" * 600 for i in range(6)]
+
+    def policy(request):
+        assert not (request.last_human_text or "").startswith(SUMMARY_MARK), "no summary needed"
+        done = sum(1 for m in request.messages if m.type == "tool")
+        if done < len(contents):
+            args = {"file_path": f"/doc{done}.md", "content": contents[done]}
+            return ai("", tool_call("write_file", args))
+        return ai("done")
+
+    model = ScriptedModel(policy=policy, profile={"max_input_tokens": 3_000})
+    middleware = SummarizationMiddleware(offload_tokens=50)
+    result = create_deep_agent(model, middleware=[middleware]).invoke(USER)
+    calls = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    trimmed = [c for c in calls if c["args"]["content"].startswith("[")]
+    assert trimmed and "stored in /doc0.md" in trimmed[0]["args"]["content"]
+    assert [result["files"][f"/doc{i}.md"]["content"] for i in range(6)] == contents
+    assert max(r.input_tokens for r in model.requests) <= 3_000
+
+
+def test_summary_tokens_can_be_told_apart_in_a_stream():
+    counters = {"steps": 0, "summaries": 0}
+    model = ScriptedModel(policy=long_run_policy(40, counters), profile={"max_input_tokens": 3_000})
+    agent = create_deep_agent(model, [observe])
+    sources = set()
+    for chunk in agent.stream(USER, {"recursion_limit": 500}, stream_mode="messages",
+                              version="v2"):  # fmt: skip
+        _, metadata = chunk["data"]
+        sources.add(metadata.get("lc_source"))
+    assert counters["summaries"] >= 1
+    assert SUMMARY_SOURCE in sources and None in sources
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="keep_fraction"):
+        SummarizationMiddleware(keep_fraction=0.9, trigger_fraction=0.5)
