@@ -34,6 +34,7 @@ $(REF_STAMP):
 
 bench: $(STAMP) $(REF_STAMP)
 	$(BIN)/python benchmarks/checkpoint_growth.py
+	$(BIN)/python benchmarks/long_run.py
 
 clean:
 	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info

@@ -205,3 +205,33 @@ def test_summary_tokens_can_be_told_apart_in_a_stream():
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="keep_fraction"):
         SummarizationMiddleware(keep_fraction=0.9, trigger_fraction=0.5)
+
+
+def test_the_agent_can_compact_on_purpose_between_tasks():
+    from fathom.middleware.summarization import create_summarization_tool_middleware
+
+    counters = {"summaries": 0}
+
+    def policy(request):
+        last = request.last_human_text or ""
+        if last.startswith(SUMMARY_MARK):
+            counters["summaries"] += 1
+            return ai("## Facts and decisions\n- task one is finished")
+        done = sum(1 for m in request.messages if m.type == "tool")
+        if last == "task one" and done < 8 and not any(
+            m.type == "tool" and m.name == "compact_conversation" for m in request.messages
+        ):
+            return ai("", tool_call("observe", {"step": done + 2}))
+        if last == "task one" and not any(m.type == "tool" and m.name == "compact_conversation"
+                                          for m in request.messages):  # fmt: skip
+            return ai("", tool_call("compact_conversation", {}))
+        return ai("ready for the next task")
+
+    model = ScriptedModel(policy=policy)
+    agent = create_deep_agent(model, [observe], middleware=[create_summarization_tool_middleware()])
+    result = agent.invoke({"messages": [{"role": "user", "content": "task one"}]})
+    assert counters["summaries"] == 1
+    assert result["messages"][0].additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    assert len(result["messages"]) < 10
+    assert not result.get("compact_requested")
+    assert result["messages"][-1].content == "ready for the next task"

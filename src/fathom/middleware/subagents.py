@@ -97,7 +97,8 @@ class TaskInput(BaseModel):
 
 # State keys that belong to one agent and never cross into or out of a subagent.
 _PRIVATE_KEYS = frozenset(
-    {"messages", "todos", "structured_response", "jump_to", "remaining_steps"}
+    {"messages", "todos", "structured_response", "jump_to", "remaining_steps",
+     "compact_requested", "skills_metadata", "memory_contents"}
 )
 
 

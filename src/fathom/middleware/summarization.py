@@ -23,15 +23,17 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
+    AgentState,
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
 )
+from langchain.tools import ToolRuntime
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -42,6 +44,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import StructuredTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
@@ -50,15 +53,21 @@ from fathom.backends.state import StateBackend
 
 __all__ = [
     "ARCHIVE_DIR",
+    "COMPACT_FLAG",
+    "COMPACT_TOOL_DESCRIPTION",
     "FALLBACK_KEEP_MESSAGES",
     "FALLBACK_TRIGGER_TOKENS",
     "OFFLOAD_DIR",
     "SUMMARY_SOURCE",
     "SummarizationMiddleware",
+    "SummarizationToolMiddleware",
     "context_window",
+    "create_summarization_tool_middleware",
     "is_context_overflow",
 ]
 
+COMPACT_FLAG = "compact_requested"
+"""State key the `compact_conversation` tool sets; the next model step then summarizes."""
 OFFLOAD_DIR = "/large_tool_results"
 ARCHIVE_DIR = "/conversation_history"
 SUMMARY_SOURCE = "summarization"
@@ -154,6 +163,12 @@ class _Compaction:
     """The size after compaction when known better than a fresh count (after a trim)."""
 
 
+class CompactionState(AgentState):
+    """The flag the `compact_conversation` tool raises."""
+
+    compact_requested: NotRequired[bool]
+
+
 class SummarizationMiddleware(AgentMiddleware):
     """Keeps the context under the model's window (see the module docstring).
 
@@ -168,6 +183,8 @@ class SummarizationMiddleware(AgentMiddleware):
         fallback_keep_messages: Messages kept when the window is unknown.
         offload_tokens: Tool results (and old tool inputs) above this size are offloaded.
     """
+
+    state_schema = CompactionState
 
     def __init__(
         self,
@@ -359,11 +376,15 @@ class SummarizationMiddleware(AgentMiddleware):
             return second
         return _Compaction(second.messages, {**first.files, **second.files})
 
-    def _respond(self, response: Any, compaction: _Compaction | None) -> Any:
+    def _respond(self, response: Any, compaction: _Compaction | None, requested: bool) -> Any:
         if compaction is None:
+            if requested:  # nothing to compact: lower the flag anyway
+                return ExtendedModelResponse(
+                    model_response=_as_response(response),
+                    command=Command(update={COMPACT_FLAG: False}),
+                )
             return response
-        if isinstance(response, AIMessage):
-            response = ModelResponse(result=[response])
+        response = _as_response(response)
         result = ModelResponse(
             result=[
                 RemoveMessage(id=REMOVE_ALL_MESSAGES),
@@ -372,20 +393,28 @@ class SummarizationMiddleware(AgentMiddleware):
             ],
             structured_response=response.structured_response,
         )
-        command = Command(update={"files": compaction.files}) if compaction.files else None
-        return ExtendedModelResponse(model_response=result, command=command)
+        update: dict[str, Any] = {COMPACT_FLAG: False}
+        if compaction.files:
+            update["files"] = compaction.files
+        return ExtendedModelResponse(model_response=result, command=Command(update=update))
+
+    @staticmethod
+    def _requested(request: ModelRequest) -> bool:
+        state = request.state if isinstance(request.state, dict) else {}
+        return bool(state.get(COMPACT_FLAG))
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
     ) -> Any:
+        requested = self._requested(request)
         request, compaction = self._plan(request)
-        if self._needs_summary(request, compaction):
+        if requested or self._needs_summary(request, compaction):
             base = compaction.messages if compaction else list(request.messages)
             compaction = self._merge(compaction, self._compact(request, base))
             if compaction is not None:
                 request = request.override(messages=compaction.messages)
         try:
-            return self._respond(handler(request), compaction)
+            return self._respond(handler(request), compaction, requested)
         except Exception as error:
             if not is_context_overflow(error):
                 raise
@@ -394,19 +423,20 @@ class SummarizationMiddleware(AgentMiddleware):
                 raise
             compaction = self._merge(compaction, forced)
             retry = request.override(messages=compaction.messages)
-            return self._respond(handler(retry), compaction)
+            return self._respond(handler(retry), compaction, requested)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
     ) -> Any:
+        requested = self._requested(request)
         request, compaction = self._plan(request)
-        if self._needs_summary(request, compaction):
+        if requested or self._needs_summary(request, compaction):
             base = compaction.messages if compaction else list(request.messages)
             compaction = self._merge(compaction, await self._acompact(request, base))
             if compaction is not None:
                 request = request.override(messages=compaction.messages)
         try:
-            return self._respond(await handler(request), compaction)
+            return self._respond(await handler(request), compaction, requested)
         except Exception as error:
             if not is_context_overflow(error):
                 raise
@@ -415,7 +445,7 @@ class SummarizationMiddleware(AgentMiddleware):
                 raise
             compaction = self._merge(compaction, forced)
             retry = request.override(messages=compaction.messages)
-            return self._respond(await handler(retry), compaction)
+            return self._respond(await handler(retry), compaction, requested)
 
     # -- offloading big tool results ---------------------------------------------------------
 
@@ -460,8 +490,72 @@ class SummarizationMiddleware(AgentMiddleware):
         return self._offload(request, await handler(request))
 
 
+def _as_response(response: Any) -> ModelResponse:
+    return ModelResponse(result=[response]) if isinstance(response, AIMessage) else response
+
+
 def _tool_like_runtime(request: ModelRequest) -> Any:
     """The model request's state and runtime, shaped for `resolve_backend`."""
     from fathom.backends.protocol import HookRuntime
 
     return HookRuntime(request.state, request.runtime)
+
+
+COMPACT_TOOL_DESCRIPTION = """Compact the conversation: older messages are replaced by a summary before your next step (the full transcript is kept in a file you can read). Use it between tasks, when what came before is no longer needed in detail. Call it alone, not next to other tools."""  # noqa: E501
+
+
+def _compact_conversation(runtime: ToolRuntime) -> Command | ToolMessage:
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, AIMessage):
+            if len(message.tool_calls) > 1:
+                return ToolMessage(
+                    content=(
+                        "Error: compact_conversation must be the only tool call of its turn. "
+                        "Finish the other calls, then call it alone."
+                    ),
+                    tool_call_id=runtime.tool_call_id,
+                    name="compact_conversation",
+                    status="error",
+                )
+            break
+    message = ToolMessage(
+        content="The conversation will be compacted before your next step.",
+        tool_call_id=runtime.tool_call_id,
+        name="compact_conversation",
+    )
+    return Command(update={COMPACT_FLAG: True, "messages": [message]})
+
+
+async def _acompact_conversation(runtime: ToolRuntime) -> Command | ToolMessage:
+    return _compact_conversation(runtime)
+
+
+class SummarizationToolMiddleware(AgentMiddleware):
+    """Adds the `compact_conversation` tool, with which the agent compacts on purpose.
+
+    The automatic summarization keeps running as well; the tool only asks the next model
+    step to summarize now. Needs `SummarizationMiddleware` in the same agent (every fathom
+    deep agent has it).
+    """
+
+    state_schema = CompactionState
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools = [
+            StructuredTool.from_function(
+                name="compact_conversation",
+                description=COMPACT_TOOL_DESCRIPTION,
+                func=_compact_conversation,
+                coroutine=_acompact_conversation,
+            )
+        ]
+
+
+def create_summarization_tool_middleware(
+    model: Any = None, backend: Any = None
+) -> SummarizationToolMiddleware:
+    """The reference's factory: the compaction tool (`model`/`backend` are taken from the
+    agent's own `SummarizationMiddleware`, so they are accepted and not needed here)."""
+    return SummarizationToolMiddleware()
