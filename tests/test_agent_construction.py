@@ -121,19 +121,6 @@ def test_instance_is_used_as_is():
     assert resolve_model(model) is model
 
 
-@pytest.mark.parametrize(
-    ("parameter", "value", "feature"),
-    [
-        ("skills", ["/skills/"], "skills"),
-        ("memory", ["/AGENTS.md"], "memory"),
-    ],
-)
-def test_features_of_later_work_are_refused_not_ignored(parameter, value, feature):
-    model = ScriptedModel(replies=[ai("x")])
-    with pytest.raises(NotImplementedError, match=feature):
-        create_deep_agent(model, **{parameter: value})
-
-
 def test_permissions_must_be_rules():
     model = ScriptedModel(replies=[ai("x")])
     with pytest.raises(TypeError, match="FilesystemPermission"):

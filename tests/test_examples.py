@@ -226,6 +226,99 @@ EXAMPLES: dict[str, list[str]] = {
         "[subagent] step: tools",
         "[main] step: tools",
     ],
+    "skills_state_backend": [
+        "skills in the system prompt: ['langgraph-docs (/skills/langgraph-docs/SKILL.md)']",
+        "skill body in the first system prompt: False",
+        "tool calls: [\"read_file('/skills/langgraph-docs/SKILL.md')\"]",
+        "skill body in the conversation after read_file: True",
+        "answer: LangGraph is a low-level orchestration framework",
+    ],
+    "skills_store_backend": [
+        "thread 12345:",
+        "thread 67890:",
+        "  skills in the system prompt: ['langgraph-docs (/skills/langgraph-docs/SKILL.md)']",
+        "  skill body in the system prompt: False",
+        "  read_file: ['/skills/langgraph-docs/SKILL.md']",
+        "in the store: [(('filesystem',), '/skills/langgraph-docs/SKILL.md')]",
+    ],
+    "skills_filesystem_backend": [
+        "Q: What is langgraph?",
+        "  read_file: ['skills/langgraph-docs/SKILL.md']",
+        "Q: Find recent arXiv papers on agent memory.",
+        "  read_file: ['skills/arxiv_search/SKILL.md', 'skills/arxiv_search/arxiv_search.py']",
+        "  paused for approval: False",
+        "skills in the system prompt: {'arxiv_search': 'skills/arxiv_search/SKILL.md', "
+        "'langgraph-docs': 'skills/langgraph-docs/SKILL.md'}",
+        "skill bodies in the system prompt: False",
+    ],
+    "skills_precedence": [
+        "  skills in the system prompt: {'summarize': '/skills/user/summarize/SKILL.md', "
+        "'web-search': '/skills/project/web-search/SKILL.md'}",
+        "  read_file: ['/skills/project/web-search/SKILL.md']",
+        "  answer: Searching only the approved sources: docs.langchain.com and "
+        "github.com/langchain-ai/langgraph/releases.",
+        "  skills in the system prompt: {'code-review': "
+        "'<project-root>/.agents/skills/code-review/SKILL.md', 'commit-message': "
+        "'<user-home>/.agents/skills/commit-message/SKILL.md'}",
+        "  answer: Reviewed with the project checklist: tests added, types checked, "
+        "changelog updated.",
+    ],
+    "memory_agents_md": [
+        "StateBackend (files passed to invoke):\n"
+        "  > Please tell me what's in your memory files.\n"
+        "    My memory files:\n"
+        "    - /AGENTS.md: # Text-to-SQL Agent; Limit results to 5 rows",
+        "    - /AGENTS.md: (not created yet; create it with write_file when there is something "
+        "to keep)",
+        "in the store: ['/AGENTS.md']; in the thread's state: ['/AGENTS.md']",
+        "    - AGENTS.md: # Text-to-SQL Agent; Limit results to 5 rows",
+        "paused for approval: edit_file({'file_path': 'AGENTS.md', 'old_string': 'Limit results "
+        "to 5 rows', 'new_string': 'Limit results to 10 rows'})",
+        "on disk now: 'Limit results to 10 rows'",
+        "    - AGENTS.md: # Text-to-SQL Agent; Limit results to 10 rows",
+    ],
+    "memory_scopes": [
+        "(not loaded: the StoreBackend namespace factory failed with AttributeError: "
+        "'NoneType' object has no attribute 'assistant_id')",
+        "[support-bot, user-bob] 'What do you know?'\n"
+        "      From my memory: The team deploys on Tuesdays.",
+        "From my memory: The team deploys on Tuesdays.; Releases need two approvals.",
+        "[sales-bot, user-bob] 'What do you know?'\n      My memory is empty "
+        "(/memories/AGENTS.md: (not created yet;",
+        "in the store: [(('support-bot',), '/AGENTS.md')]",
+        "[user-bob] 'What do you know?'\n      My memory is empty (/memories/preferences.md: "
+        "(not created yet;",
+        "[user-alice] 'What do you know?'\n      From my memory: I like answers as tables.",
+        "in the store: [(('user-alice',), '/preferences.md')]",
+        "'NoneType' object has no attribute 'user')). Which language?",
+        "[user-alice] 'How do I read a CSV file?'\n      - Use the csv module:\n      ```python",
+        "[user-bob] 'How do I read a CSV file?'\n      Reading a CSV file means splitting each "
+        "line into fields. In TypeScript,",
+        "langgraph-docs skill in the prompt: {'alice': True, 'bob': False}",
+    ],
+    "memory_org_policies": [
+        "[thread 1] 'What is the internal price of the enterprise plan?'\n"
+        "  -> I can't share internal pricing; the sales team can give you a quote. "
+        "(This is not financial advice.)",
+        "  -> I could not change that: Error: permission denied: changing "
+        "'/policies/compliance.md' is not allowed (rule 1: deny write /policies/**).",
+        "  -> Saved. (Wrote /memories/preferences.md.)",
+        "  -> - I can't share internal pricing;",
+        "policy unchanged in the store: True",
+        "in the store: [(('acme',), '/compliance.md'), (('user-alice',), '/preferences.md')]",
+    ],
+    "memory_long_term": [
+        "[thread 1] 'I prefer dark mode and metric units.' -> I'll remember that. "
+        "(Wrote /memories/user_preferences.txt.)",
+        "[thread 2] 'What are my preferences?' -> Your preferences (read from the file): "
+        "dark mode and metric units\n      tools used: ['read_file']",
+        "[thread 4] 'What are my preferences?' -> Your preferences (from memory): dark mode "
+        "and metric units\n      tools used: none",
+        "(Edited /memories/user_preferences.txt: replaced 1 occurrence.)",
+        "[thread 5] 'What are my preferences?' -> Your preferences (from memory): light mode "
+        "and metric units\n      tools used: none",
+        "in the store: {'/user_preferences.txt': 'light mode and metric units'}",
+    ],
 }
 
 
@@ -915,3 +1008,174 @@ def test_subagent_streaming_main():
     ]
     assert [s for kind, s, _ in multi if kind == "custom"] == ["subagent"] * 3
     assert {s for kind, s, _ in multi if kind == "messages"} == {"main", "subagent"}
+
+
+def test_skills_state_backend_main():
+    outcome = load("skills_state_backend").main()
+
+    assert outcome["listed"] == ["langgraph-docs (/skills/langgraph-docs/SKILL.md)"]
+    first = outcome["requests"][0].system_prompt
+    assert "Use this skill for requests related to LangGraph" in first  # the description
+    assert "### 1. Fetch the Documentation Index" not in first  # not the body
+    assert not outcome["body_in_prompt"]
+    assert outcome["calls"] == ["read_file('/skills/langgraph-docs/SKILL.md')"]
+    assert outcome["body_read"]
+    (read,) = tool_messages(outcome["result"])
+    assert read.status != "error" and "https://docs.langchain.com/llms.txt" in read.content
+    assert outcome["result"]["messages"][-1].content.startswith("LangGraph is a low-level")
+
+
+def test_skills_store_backend_main():
+    outcome = load("skills_store_backend").main()
+
+    assert outcome["store_keys"] == [(("filesystem",), "/skills/langgraph-docs/SKILL.md")]
+    for run in outcome["runs"]:  # a store is shared: every thread sees the skill
+        assert run["listed"] == ["langgraph-docs (/skills/langgraph-docs/SKILL.md)"]
+        assert run["reads"] == ["/skills/langgraph-docs/SKILL.md"]
+        assert not run["body_in_prompt"]
+        (read,) = tool_messages(run["result"])
+        assert "### 1. Fetch the Documentation Index" in read.content
+        assert "files" not in run["result"] or not run["result"]["files"]  # nothing in state
+
+
+def test_skills_filesystem_backend_main():
+    outcome = load("skills_filesystem_backend").main()
+
+    assert outcome["listed"] == {
+        "arxiv_search": "skills/arxiv_search/SKILL.md",
+        "langgraph-docs": "skills/langgraph-docs/SKILL.md",
+    }
+    prompt = outcome["prompt"]
+    assert "Search arXiv for research papers" in prompt
+    assert "## Instructions" not in prompt and "urllib" not in prompt
+    docs, arxiv = outcome["turns"]
+    assert docs["reads"] == ["skills/langgraph-docs/SKILL.md"]
+    assert arxiv["reads"] == [
+        "skills/arxiv_search/SKILL.md",
+        "skills/arxiv_search/arxiv_search.py",
+    ]
+    for turn in outcome["turns"]:
+        assert "__interrupt__" not in turn["result"]  # read_file is not gated
+    # the script reached the model only in the second turn, through read_file
+    script_seen = ["urllib.request" in str(m.content) for m in arxiv["result"]["messages"]]
+    assert sum(script_seen) == 1
+    assert not any("urllib.request" in str(m.content) for m in docs["result"]["messages"])
+    assert "needs a shell" in arxiv["result"]["messages"][-1].content
+
+
+def test_skills_precedence_main():
+    outcome = load("skills_precedence").main()
+
+    precedence = outcome["precedence"]
+    assert precedence["listed"] == {
+        "summarize": "/skills/user/summarize/SKILL.md",
+        "web-search": "/skills/project/web-search/SKILL.md",
+    }
+    assert precedence["reads"] == ["/skills/project/web-search/SKILL.md"]
+    assert precedence["answer"].startswith("Searching only the approved sources")
+
+    layering = outcome["layering"]
+    assert layering["listed"] == {
+        "code-review": "<project-root>/.agents/skills/code-review/SKILL.md",
+        "commit-message": "<user-home>/.agents/skills/commit-message/SKILL.md",
+    }
+    assert layering["reads"] == ["<project-root>/.agents/skills/code-review/SKILL.md"]
+    assert layering["answer"].startswith("Reviewed with the project checklist")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory_block(path: str, body: str) -> str:
+    return f'<memory_file path="{path}">\n{body}\n</memory_file>'
+
+
+def test_memory_agents_md_main(tmp_path):
+    example = load("memory_agents_md")
+    outcome = example.main(str(tmp_path))
+
+    state = outcome["state"]
+    assert "Limit results to 5 rows" in state["with_file"]["messages"][-1].content
+    assert "not created yet" in state["without"]["messages"][-1].content  # another thread
+
+    store = outcome["store"]
+    assert store["stored"] == ["/AGENTS.md"]
+    assert memory_block("/AGENTS.md", example.AGENTS_MD.strip("\n")) in store["prompt"]
+
+    fs = outcome["filesystem"]
+    assert fs["request"]["name"] == "edit_file"
+    assert fs["request"]["args"]["file_path"] == "AGENTS.md"  # relative: under root_dir
+    expected = example.AGENTS_MD.replace("to 5 rows", "to 10 rows")
+    assert fs["on_disk"] == expected
+    assert files_under(tmp_path) == {"AGENTS.md": expected}
+    assert "Limit results to 5 rows" in fs["before"]["messages"][-1].content
+    assert "Limit results to 10 rows" in fs["after"]["messages"][-1].content
+
+
+def test_memory_scopes_main():
+    outcome = load("memory_scopes").main()
+
+    agent = outcome["agent"]
+    answers = agent["answers"]
+    assert "no attribute 'assistant_id'" in answers["local"]  # no LangGraph Server config
+    assert answers["bob"] == "From my memory: The team deploys on Tuesdays."
+    assert answers["alice_later"] == (
+        "From my memory: The team deploys on Tuesdays.; Releases need two approvals."
+    )
+    assert "not created yet" in answers["other"]  # another assistant, another namespace
+    assert agent["stored"] == {
+        (("support-bot",), "/AGENTS.md"): (
+            "## Memory\n- The team deploys on Tuesdays.\n- Releases need two approvals.\n"
+        )
+    }
+
+    user = outcome["user"]
+    assert "not created yet" in user["answers"]["bob"]
+    assert user["answers"]["alice"] == "From my memory: I like answers as tables."
+    assert user["stored"] == {
+        (("user-alice",), "/preferences.md"): "## Memory\n- I like answers as tables.\n"
+    }
+
+    isolated = outcome["isolated"]
+    answers, prompts = isolated["answers"], isolated["prompts"]
+    assert "no attribute 'user'" in answers["local"]
+    assert answers["alice"].startswith("- Use the csv module") and "```python" in answers["alice"]
+    assert "TypeScript" in answers["bob"] and "python" not in answers["bob"]
+    assert "Likes concise bullet points" in prompts["alice"]
+    assert "Likes detailed explanations" not in prompts["alice"]
+    assert "Likes detailed explanations" in prompts["bob"]
+    assert "Likes concise bullet points" not in prompts["bob"]
+    assert "langgraph-docs" in prompts["alice"] and "langgraph-docs" not in prompts["bob"]
+
+
+def test_memory_org_policies_main():
+    example = load("memory_org_policies")
+    outcome = example.main()
+
+    (_, priced), (_, refused), (_, saved), (_, later) = outcome["answers"]
+    assert priced.startswith("I can't share internal pricing")
+    assert refused.startswith("I could not change that: Error: permission denied")
+    assert saved == "Saved. (Wrote /memories/preferences.md.)"
+    assert later.startswith("- I can't share internal pricing")  # preference + policy
+    assert outcome["stored"] == {
+        (("acme",), "/compliance.md"): example.POLICIES,
+        (("user-alice",), "/preferences.md"): "## Preferences\n- I like bullet points.\n",
+    }
+
+
+def test_memory_long_term_main():
+    outcome = load("memory_long_term").main()
+
+    assert memory_block(
+        "/memories/user_preferences.txt",
+        "(not created yet; create it with write_file when there is something to keep)",
+    ) in outcome["first_prompt"]
+    assert not tool_calls(outcome["answered"])  # answered from the system prompt
+    prompts = [r.system_prompt for r in outcome["requests"]]
+    assert memory_block("/memories/user_preferences.txt", "dark mode and metric units") in (
+        prompts[2]
+    )
+    assert memory_block("/memories/user_preferences.txt", "light mode and metric units") in (
+        prompts[-1]
+    )
+    assert outcome["stored"] == {"/user_preferences.txt": "light mode and metric units"}

@@ -20,8 +20,10 @@ from fathom.backends.protocol import BackendProtocol
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_tools
+from fathom.middleware.memory import MemoryMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.planning import PlanningMiddleware
+from fathom.middleware.skills import SkillsMiddleware
 from fathom.middleware.subagents import (
     GENERAL_PURPOSE,
     GENERAL_PURPOSE_DESCRIPTION,
@@ -41,13 +43,6 @@ from fathom.prompt import (
 from fathom.state import DeepAgentState
 
 __all__ = ["create_deep_agent"]
-
-
-def _not_yet(parameter: str, feature: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"create_deep_agent({parameter}=...) needs {feature}, which fathom does not have yet. "
-        f"Leave {parameter} unset for now."
-    )
 
 
 def _initial_system_message(system_prompt: str | SystemMessage | None) -> AssembledSystemMessage:
@@ -147,10 +142,19 @@ def _build_graph(
     return compact_tool_dispatch(agent)
 
 
-def _core_middleware(backend: Any, permissions: Sequence[FilesystemPermission] | None) -> list:
+def _core_middleware(
+    backend: Any,
+    permissions: Sequence[FilesystemPermission] | None,
+    *,
+    memory: Sequence[str] | None = None,
+    skills: Sequence[str] | None = None,
+) -> list:
     return [
         ToolArgsFromMessagesMiddleware(),
         PlanningMiddleware(),
+        *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions)]
+          if memory else []),
+        *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
         FilesystemMiddleware(backend=backend, permissions=permissions),
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
@@ -170,6 +174,7 @@ def _compile_subagents(
     context_schema: type[Any] | None,
     has_checkpointer: bool,
     general_purpose: bool,
+    skills: Sequence[str] | None = None,
 ) -> list[CompiledSubAgent]:
     """Build every `SubAgent` spec into a graph, and add the general-purpose subagent."""
     specs = list(specs)
@@ -181,6 +186,7 @@ def _compile_subagents(
                 "name": GENERAL_PURPOSE,
                 "description": GENERAL_PURPOSE_DESCRIPTION,
                 "system_prompt": system_prompt,
+                "skills": skills,  # the general-purpose subagent inherits the skills
                 # only the caller's replacements of built-in middleware carry over
                 "middleware": [m for m in middleware if m.name in core_names],
             },
@@ -193,15 +199,13 @@ def _compile_subagents(
         for key in ("name", "description"):
             if not spec.get(key):
                 raise ValueError(f"Subagent spec {spec!r} needs a {key!r}.")
-        if spec.get("skills"):
-            raise _not_yet("skills", f"the skills middleware (subagent {spec['name']!r})")
         rules = spec.get("permissions", permissions)
         sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
         graph = _build_graph(
             resolve_model(spec["model"]) if spec.get("model") else model,
             spec.get("tools", tools),
             system_prompt=spec.get("system_prompt"),
-            core=_core_middleware(backend, rules),
+            core=_core_middleware(backend, rules, skills=spec.get("skills")),
             middleware=spec.get("middleware", ()),
             approval=_hitl(sub_interrupt_on, has_checkpointer, f" of subagent {spec['name']!r}"),
             response_format=spec.get("response_format"),
@@ -258,8 +262,12 @@ def create_deep_agent(
             optionally `tools`, `model`, `middleware`, `interrupt_on`, `permissions`,
             `response_format`) and `CompiledSubAgent`s (`name`, `description`,
             `runnable`). They are reached through the `task` tool.
-        skills: Skill source paths (not available yet: raises `NotImplementedError`).
-        memory: `AGENTS.md` paths (not available yet: raises `NotImplementedError`).
+        skills: Skill source directories on the backend (`"/skills/project/"`): each
+            holds `<name>/SKILL.md`; only names and descriptions go into the prompt, the
+            model reads a skill when it needs it. Later sources win on a name clash. The
+            general-purpose subagent inherits them; other subagents take their own.
+        memory: `AGENTS.md`-style files on the backend, loaded into the system prompt at
+            the start of every run; the agent may edit them.
         permissions: Ordered `FilesystemPermission` rules for the file tools, checked
             before the backend is touched: first match wins, no match allows.
         backend: Where files live: a backend or a factory `(runtime) -> backend`.
@@ -286,16 +294,11 @@ def create_deep_agent(
         ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
         ValueError: `interrupt_on` (the agent's or a subagent's) without a checkpointer, a
             bad `interrupt_on` entry, or a bad subagent spec.
-        NotImplementedError: a parameter whose feature fathom does not have yet, or
-            `permissions` on paths served by a backend that can run shell commands.
+        NotImplementedError: `permissions` on paths served by a backend that can run
+            shell commands.
     """
-    if skills:
-        raise _not_yet("skills", "the skills middleware")
-    if memory:
-        raise _not_yet("memory", "the memory middleware (AGENTS.md loading)")
-
     chat_model = resolve_model(model)
-    core = _core_middleware(backend, permissions)
+    core = _core_middleware(backend, permissions, memory=memory, skills=skills)
     approval = _hitl(interrupt_on, checkpointer is not None, "")
     compiled = _compile_subagents(
         subagents or [],
@@ -309,9 +312,11 @@ def create_deep_agent(
         context_schema=context_schema,
         has_checkpointer=checkpointer is not None,
         general_purpose=general_purpose_subagent,
+        skills=skills,
     )
     if compiled:
-        core.insert(3, SubAgentMiddleware(compiled))
+        after_files = next(i for i, m in enumerate(core) if isinstance(m, FilesystemMiddleware))
+        core.insert(after_files + 1, SubAgentMiddleware(compiled))
     return _build_graph(
         chat_model,
         list(tools or []),

@@ -2,14 +2,26 @@
 
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
+from fathom.middleware.memory import MemoryMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.planning import PlanningMiddleware
+from fathom.middleware.skills import SkillsMiddleware
 from fathom.middleware.subagents import SubAgentMiddleware
+from fathom.middleware.summarization import (
+    SummarizationMiddleware,
+    SummarizationToolMiddleware,
+    create_summarization_tool_middleware,
+)
 
 __all__ = [
     "FilesystemMiddleware",
     "HumanInTheLoopMiddleware",
+    "MemoryMiddleware",
     "PatchToolCallsMiddleware",
     "PlanningMiddleware",
+    "SkillsMiddleware",
     "SubAgentMiddleware",
+    "SummarizationMiddleware",
+    "SummarizationToolMiddleware",
+    "create_summarization_tool_middleware",
 ]

@@ -1,0 +1,232 @@
+"""Memory: `AGENTS.md`-style files loaded into the system prompt at the start of every run.
+
+Long-term memory is files. `MemoryMiddleware` reads its `sources` through a backend when a
+run starts (`before_agent`), keeps what it read in a private state key, and puts the files,
+in the order given, into a stable `memory` section of the system prompt together with short
+guidance on keeping them up to date. The agent changes memory with the ordinary file tools
+(`edit_file`, `write_file`); because the files are read again at the start of each run, a
+change shows in the prompt from the next run on — in another thread too, when the file
+lives in a store (`StoreBackend`, or a `CompositeBackend` route such as `/memories/`).
+
+Within a run the section does not change, so the prompt prefix stays cacheable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+from fathom.backends.paths import PathError, normalize_path
+from fathom.backends.policy import PolicyBackend
+from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, resolve_backend
+from fathom.backends.state import StateBackend
+from fathom.backends.utils import text_view
+from fathom.permissions import FilesystemPermission, PermissionPolicy
+from fathom.prompt import PromptSection, SectionPromptMixin, add_prompt_section
+
+__all__ = [
+    "MAX_MEMORY_FILE_BYTES",
+    "MEMORY_GUIDANCE",
+    "MemoryFile",
+    "MemoryMiddleware",
+    "MemoryState",
+    "render_memory",
+]
+
+MAX_MEMORY_FILE_BYTES = 32 * 1024
+"""Largest memory file put into the prompt (32 KiB, roughly 8,000 tokens); larger ones are
+skipped with a note, since memory is repeated in every model call."""
+
+MEMORY_GUIDANCE = """## Memory
+
+These files are your long-term memory, loaded at the start of this run: follow them as standing instructions and facts about the user and the project. When the user states a lasting preference, corrects you, or tells you something that will matter in later conversations, update the relevant file with `edit_file` (or `write_file` for one not created yet) before you reply; changes take effect from the next run. Keep entries short and general, and never store secrets such as passwords, API keys or tokens."""  # noqa: E501
+"""The guidance that heads the `memory` prompt section."""
+
+NOT_CREATED_NOTE = "(not created yet; create it with write_file when there is something to keep)"
+EMPTY_NOTE = "(empty)"
+
+Backend = BackendProtocol | Callable[[Any], BackendProtocol]
+
+
+class MemoryFile(TypedDict):
+    """What one memory source held at the start of the run: its text, or why there is none."""
+
+    content: NotRequired[str]
+    """The file's text (loaded)."""
+    note: NotRequired[str]
+    """Why nothing was loaded (missing, binary, too large, unreadable)."""
+
+
+class MemoryState(AgentState):
+    """Agent state with the memory loaded for the current run (private: not input/output)."""
+
+    memory_files: NotRequired[Annotated[dict[str, MemoryFile], PrivateStateAttr]]
+
+
+def _source_path(source: object) -> str:
+    """The path a source is read at: absolute ones normalised, relative ones kept relative.
+
+    A relative path means "from the backend's root", which only the backend knows: `/` for
+    the in-state, store and virtual-mode filesystem backends, `root_dir` for a
+    `FilesystemBackend` outside virtual mode. So `./AGENTS.md` becomes `AGENTS.md` (and
+    `/AGENTS.md` on every backend whose root is `/`), never the machine's `/AGENTS.md`.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"memory sources are paths (str), not {type(source).__name__}")
+    try:
+        normalized = normalize_path(source)
+    except PathError as error:
+        raise ValueError(f"memory source {source!r} cannot be used: {error}") from None
+    if normalized == "/":
+        raise ValueError(f"memory source {source!r} is the root directory, not a file.")
+    return normalized if source.strip().startswith("/") else normalized[1:]
+
+
+def _loaded(result: ReadResult, max_bytes: int) -> MemoryFile:
+    """Turn one read into what the prompt shows for it."""
+    if result.error is not None or result.file_data is None:
+        error = (result.error or "the backend returned no data").removeprefix("Error: ")
+        if "not found" in error.lower():
+            return MemoryFile(note=NOT_CREATED_NOTE)
+        return MemoryFile(note=f"(not loaded: {error})")
+    view = text_view(result.file_data)
+    if view.binary:
+        return MemoryFile(note="(not loaded: it is a binary file, not text)")
+    if view.size > max_bytes:
+        return MemoryFile(
+            note=(
+                f"(not loaded: {view.size:,} bytes is over the {max_bytes:,}-byte limit for "
+                "memory files; read it with read_file when you need it, and keep memory short)"
+            )
+        )
+    return MemoryFile(content=view.text or "")
+
+
+def render_memory(
+    sources: Sequence[str], files: Mapping[str, MemoryFile], guidance: str = MEMORY_GUIDANCE
+) -> str:
+    """The text of the `memory` section: `guidance`, then each source in order."""
+    parts = [guidance.strip("\n")] if guidance.strip() else []
+    for path in sources:
+        entry = files.get(path, MemoryFile(note="(not loaded in this run)"))
+        if "content" in entry:
+            body = entry["content"].strip("\n") or EMPTY_NOTE
+        else:
+            body = entry.get("note", EMPTY_NOTE)
+        parts.append(f'<memory_file path="{path}">\n{body}\n</memory_file>')
+    return "\n\n".join(parts)
+
+
+class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any]):
+    """Loads `AGENTS.md`-style memory files into the system prompt at the start of each run.
+
+    Args:
+        backend: Where the files live: a `BackendProtocol` or a factory
+            `(runtime) -> BackendProtocol` (called once per run with a `HookRuntime`).
+            Defaults to `StateBackend()`. Usually the agent's own backend, so the file
+            tools reach the same files.
+        sources: Paths of the memory files, combined in this order (e.g. user memory, then
+            project memory). Absolute paths are normalised; a relative path such as
+            `./AGENTS.md` is taken from the backend's root.
+        permissions: Optional `FilesystemPermission` rules: a source whose reading they
+            deny is not loaded (pass the agent's rules so memory cannot bypass them).
+        max_file_bytes: Larger files are skipped with a note instead of loaded.
+        guidance: Replaces the guidance that heads the section.
+
+    Raises:
+        TypeError: `sources` is a single string, or holds something other than strings.
+        ValueError: a source is not a usable path (empty, `~`, above the root, ...).
+
+    A missing file is not an error: the section names it as "not created yet", so the agent
+    knows where to create it. Binary, oversized and unreadable files are named with the
+    reason they were not loaded. The state key `memory_files` is written only when what
+    was read differs from the previous run's.
+    """
+
+    state_schema = MemoryState
+
+    def __init__(
+        self,
+        *,
+        backend: Backend | None = None,
+        sources: Sequence[str],
+        permissions: Sequence[FilesystemPermission] | None = None,
+        max_file_bytes: int = MAX_MEMORY_FILE_BYTES,
+        guidance: str = MEMORY_GUIDANCE,
+    ) -> None:
+        super().__init__()
+        if isinstance(sources, str):
+            raise TypeError(f"sources is a list of paths, e.g. [{sources!r}], not a string")
+        if max_file_bytes <= 0:
+            raise ValueError(f"max_file_bytes must be positive, not {max_file_bytes!r}")
+        self.backend: Backend = backend if backend is not None else StateBackend()
+        self.sources: tuple[str, ...] = tuple(dict.fromkeys(_source_path(s) for s in sources))
+        self.permissions = list(permissions or [])
+        self.max_file_bytes = max_file_bytes
+        self.guidance = guidance
+        # What a request shows before `before_agent` has loaded anything (never in practice).
+        self.section = PromptSection("memory", "")
+
+    # ------------------------------------------------------------------ loading
+
+    def _backend(self, state: Any, runtime: Runtime) -> BackendProtocol:
+        resolved = resolve_backend(self.backend, HookRuntime(state, runtime))
+        if self.permissions:
+            return PolicyBackend(resolved, [PermissionPolicy(self.permissions)])
+        return resolved
+
+    def _update(self, state: Any, files: dict[str, MemoryFile]) -> dict[str, Any] | None:
+        previous = state.get("memory_files") if isinstance(state, Mapping) else None
+        return None if previous == files else {"memory_files": files}
+
+    def before_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
+        """Read every source and keep the result in state (only when it changed)."""
+        backend = self._backend(state, runtime)
+        files = {path: _loaded(backend.read(path), self.max_file_bytes) for path in self.sources}
+        return self._update(state, files)
+
+    async def abefore_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
+        """Async `before_agent`, on the backend's async `aread`."""
+        backend = self._backend(state, runtime)
+        files = {
+            path: _loaded(await backend.aread(path), self.max_file_bytes) for path in self.sources
+        }
+        return self._update(state, files)
+
+    # ------------------------------------------------------------------ the prompt
+
+    def section_for(self, state: Mapping[str, Any] | None) -> PromptSection:
+        """The stable `memory` section for a run whose state is `state`.
+
+        Empty (so no section is added) when there are no sources or nothing was loaded yet.
+        """
+        files = state.get("memory_files") if isinstance(state, Mapping) else None
+        if not self.sources or files is None:
+            return self.section
+        return PromptSection("memory", render_memory(self.sources, files, self.guidance))
+
+    def _with_memory(self, request: ModelRequest) -> ModelRequest:
+        section = self.section_for(request.state)
+        return add_prompt_section(request, section) if section.text.strip() else request
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._with_memory(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._with_memory(request))

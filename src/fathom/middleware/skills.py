@@ -1,0 +1,453 @@
+"""Skills: folders with a `SKILL.md` that the agent finds by description and reads when useful.
+
+A skill source is a directory (a virtual path such as `/skills/`) whose subdirectories are
+skills: each holds a `SKILL.md` that starts with YAML front matter (`name`, `description`,
+optionally `license`, `allowed-tools`, `metadata`, ...) followed by instructions, and may
+hold scripts, references and templates that the instructions point to.
+
+Before every run, `SkillsMiddleware` lists its sources through the backend and reads each
+`SKILL.md`; the catalogue (name, description, path) goes into the thread's state, and the
+system prompt lists it. The instructions themselves stay in the files until the model
+decides a skill fits the task and reads its `SKILL.md` with `read_file` (progressive
+disclosure). A broken skill is skipped with a `SkillWarning`; it never stops the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired
+
+import yaml
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+from fathom.backends.protocol import (
+    BackendProtocol,
+    HookRuntime,
+    LsResult,
+    ReadResult,
+    resolve_backend,
+)
+from fathom.backends.state import StateBackend
+from fathom.backends.utils import text_view
+from fathom.prompt import PromptSection, add_prompt_section
+from fathom.state import FilesState
+
+__all__ = [
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_SKILL_FILE_BYTES",
+    "SKILLS_PROMPT",
+    "SKILLS_STATE_KEY",
+    "SKILL_FILE",
+    "SkillMetadata",
+    "SkillWarning",
+    "SkillsMiddleware",
+    "SkillsState",
+    "parse_skill",
+    "skills_section",
+]
+
+logger = logging.getLogger("fathom.skills")
+
+SKILL_FILE = "SKILL.md"
+"""The file that makes a directory a skill."""
+
+MAX_SKILL_FILE_BYTES = 10 * 1024 * 1024
+"""A `SKILL.md` larger than this (10 MiB) is skipped."""
+
+MAX_DESCRIPTION_CHARS = 1024
+"""Longer descriptions are cut to this many characters."""
+
+SKILLS_STATE_KEY = "skills_metadata"
+"""The private state key holding the catalogue (one agent's own: keep it out of subagents)."""
+
+SKILLS_PROMPT = """## Skills
+
+Skills are instructions for particular kinds of task, each in its own folder. Available skills (name, file: when to use it):
+
+{skills_list}
+
+To use a skill: 1. Match: compare the task with the descriptions; use a skill only when its description fits. 2. Read: read its whole SKILL.md with `read_file` at the path shown. 3. Follow its instructions. It names any supporting files (scripts, references, templates), with paths relative to its folder; read those only when you need them."""  # noqa: E501
+"""The skills section of the system prompt; `{skills_list}` becomes one line per skill."""
+
+
+class SkillWarning(UserWarning):
+    """A skill that could not be loaded, or was loaded with a change (a cut description)."""
+
+
+class SkillMetadata(TypedDict):
+    """One skill of the catalogue: what the model sees, and where the skill came from."""
+
+    name: str
+    """The skill's name; equal to its directory's name."""
+    description: str
+    """When to use the skill (at most `MAX_DESCRIPTION_CHARS` characters)."""
+    path: str
+    """The path of its `SKILL.md`, as the backend lists it (the path `read_file` takes)."""
+    source: str
+    """The skill source it was loaded from, as given to the middleware."""
+    extra: dict[str, Any]
+    """The other front-matter fields (`license`, `allowed-tools`, `metadata`, ...), as parsed."""
+
+
+class SkillsState(FilesState):
+    """Agent state with the skill catalogue (private: not an input or output of the graph)."""
+
+    skills_metadata: NotRequired[Annotated[list[SkillMetadata], PrivateStateAttr]]
+
+
+Backend = BackendProtocol | Callable[[Any], BackendProtocol]
+
+
+# --------------------------------------------------------------------------- parsing
+
+_FRONT_MATTER = re.compile(
+    r"\A\ufeff?---[ \t]*\r?\n(?P<body>.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _string_keys(value: Any) -> Any:
+    """`value` with every mapping key made a string (checkpoint serializers need them)."""
+    if isinstance(value, Mapping):
+        return {str(key): _string_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(item) for item in value]
+    return value
+
+
+def parse_skill(
+    content: str, *, path: str, source: str, directory_name: str
+) -> tuple[SkillMetadata | None, list[str]]:
+    """Parse the text of a `SKILL.md` into a catalogue entry.
+
+    Args:
+        content: The file's text.
+        path: The path of the `SKILL.md` (kept in the entry, named in problems).
+        source: The skill source it was found in.
+        directory_name: The name of the skill's directory, which `name` must equal.
+
+    Returns:
+        The entry (`None` when the skill must be skipped) and the problems found, each a
+        sentence naming `path`. A cut description is a problem of a loaded skill.
+    """
+    match = _FRONT_MATTER.match(content)
+    if match is None:
+        return None, [
+            f"Skipped skill {path}: it does not start with YAML front matter "
+            "(a '---' line, 'name:' and 'description:', then a closing '---' line)."
+        ]
+    try:
+        data = yaml.safe_load(match["body"])
+    except Exception as error:  # any YAML failure; a broken skill never stops the agent
+        reason = " ".join(str(error).split())
+        return None, [f"Skipped skill {path}: its front matter is not valid YAML ({reason})."]
+    if not isinstance(data, dict):
+        return None, [
+            f"Skipped skill {path}: its front matter must be a mapping with 'name' and "
+            f"'description', not {type(data).__name__}."
+        ]
+    problems: list[str] = []
+    for field in ("name", "description"):
+        value = data.get(field)
+        if value is None:
+            problems.append(f"Skipped skill {path}: the front matter has no '{field}'.")
+        elif not isinstance(value, str) or not value.strip():
+            problems.append(
+                f"Skipped skill {path}: '{field}' must be a non-empty string, not {value!r} "
+                "(quote it in the YAML)."
+            )
+    if problems:
+        return None, problems
+    name: str = data["name"].strip()
+    if name != directory_name:
+        return None, [
+            f"Skipped skill {path}: its name {name!r} differs from its directory name "
+            f"{directory_name!r}; the Agent Skills spec requires them to be equal."
+        ]
+    if _CONTROL.search(name):
+        return None, [f"Skipped skill {path}: its name {name!r} contains control characters."]
+    description: str = data["description"].strip()
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        problems.append(
+            f"Skill {path}: its description has {len(description):,} characters; it was cut "
+            f"to {MAX_DESCRIPTION_CHARS:,}."
+        )
+        description = description[:MAX_DESCRIPTION_CHARS]
+    extra = {key: value for key, value in data.items() if key not in ("name", "description")}
+    entry = SkillMetadata(
+        name=name,
+        description=description,
+        path=path,
+        source=source,
+        extra=_string_keys(extra),
+    )
+    return entry, problems
+
+
+# --------------------------------------------------------------------------- loading
+#
+# Loading is written once, as a plan: a generator that yields the backend calls it needs
+# (`_Ls`, `_Read`) and receives their results. `_run` serves it with the backend's sync
+# methods, `_arun` with its async ones.
+
+
+@dataclass(frozen=True)
+class _Ls:
+    path: str
+
+
+@dataclass(frozen=True)
+class _Read:
+    path: str
+
+
+_Call = _Ls | _Read
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    skills: list[SkillMetadata]
+    problems: list[str]
+
+
+def _missing(error: str) -> bool:
+    """Whether a backend error means the path does not exist (fathom's backends say so)."""
+    return "not found" in error.lower()
+
+
+def _dir_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _skill_dirs(source: str, listing: LsResult) -> list[str]:
+    """The directories of `source` to look for a `SKILL.md` in, without trailing `/`.
+
+    Every subdirectory, and the source itself first when it holds a `SKILL.md` (so a
+    path naming one skill's folder works as a source too).
+    """
+    entries = listing.entries or []
+    dirs = sorted(
+        entry["path"].rstrip("/")
+        for entry in entries
+        if entry.get("is_dir") or entry["path"].endswith("/")
+    )
+    own = [
+        entry["path"].rsplit("/", 1)[0]
+        for entry in entries
+        if not (entry.get("is_dir") or entry["path"].endswith("/"))
+        and entry["path"].rsplit("/", 1)[-1] == SKILL_FILE
+    ]
+    return own[:1] + dirs
+
+
+def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
+    """Read every source in order; a later skill replaces an earlier one of the same name."""
+    found: dict[str, SkillMetadata] = {}
+    problems: list[str] = []
+    for source in sources:
+        listing: LsResult = yield _Ls(source)
+        if listing.error:
+            if _missing(listing.error):
+                logger.debug("Skill source %s does not exist; nothing to load", source)
+            else:
+                problems.append(f"Skipped skill source {source}: {listing.error}")
+            continue
+        for directory in _skill_dirs(source, listing):
+            path = f"{directory}/{SKILL_FILE}"
+            result: ReadResult = yield _Read(path)
+            if result.error or result.file_data is None:
+                error = result.error or "the backend returned no data"
+                if _missing(error):
+                    logger.debug("%s has no %s; not a skill", directory, SKILL_FILE)
+                else:
+                    problems.append(f"Skipped skill {path}: {error}")
+                continue
+            view = text_view(result.file_data)
+            if view.size > MAX_SKILL_FILE_BYTES:
+                problems.append(
+                    f"Skipped skill {path}: it is {view.size:,} bytes, over the "
+                    f"{MAX_SKILL_FILE_BYTES:,}-byte limit for a {SKILL_FILE}."
+                )
+                continue
+            if view.text is None:
+                problems.append(f"Skipped skill {path}: it is binary, not text.")
+                continue
+            entry, found_problems = parse_skill(
+                view.text, path=path, source=source, directory_name=_dir_name(directory)
+            )
+            problems.extend(found_problems)
+            if entry is None:
+                continue
+            if entry["name"] in found:
+                logger.debug(
+                    "Skill %r from %s replaces the one from %s",
+                    entry["name"],
+                    path,
+                    found[entry["name"]]["path"],
+                )
+            found[entry["name"]] = entry
+    return _Loaded(skills=[found[name] for name in sorted(found)], problems=problems)
+
+
+def _run(backend: BackendProtocol, plan: Generator[_Call, Any, _Loaded]) -> _Loaded:
+    result: Any = None
+    while True:
+        try:
+            call = plan.send(result)
+        except StopIteration as done:
+            return done.value
+        result = backend.ls(call.path) if isinstance(call, _Ls) else backend.read(call.path)
+
+
+async def _arun(backend: BackendProtocol, plan: Generator[_Call, Any, _Loaded]) -> _Loaded:
+    result: Any = None
+    while True:
+        try:
+            call = plan.send(result)
+        except StopIteration as done:
+            return done.value
+        if isinstance(call, _Ls):
+            result = await backend.als(call.path)
+        else:
+            result = await backend.aread(call.path)
+
+
+def _report(problems: Iterable[str]) -> None:
+    for problem in problems:
+        logger.warning("%s", problem)
+        warnings.warn(problem, SkillWarning, stacklevel=2)
+
+
+# --------------------------------------------------------------------------- prompt
+
+
+def skills_section(skills: Sequence[SkillMetadata]) -> PromptSection | None:
+    """The stable `skills` prompt section listing `skills`, or `None` when there are none."""
+    if not skills:
+        return None
+    lines = "\n".join(
+        f"- {skill['name']} ({skill['path']}): {' '.join(skill['description'].split())}"
+        for skill in skills
+    )
+    return PromptSection("skills", SKILLS_PROMPT.format(skills_list=lines), "stable")
+
+
+# --------------------------------------------------------------------------- middleware
+
+
+class SkillsMiddleware(AgentMiddleware[SkillsState, Any, Any]):
+    """Loads skills from `sources` before every run and lists them in the system prompt.
+
+    Args:
+        backend: A `BackendProtocol`, or a factory `(runtime) -> BackendProtocol`, that
+            holds the skill sources. Defaults to `StateBackend()` (files in the thread's
+            state, seeded with `invoke({"files": {...}})`). Use the backend the
+            filesystem tools use, so the model can `read_file` the paths listed.
+        sources: Skill source directories, lowest priority first: each subdirectory that
+            holds a `SKILL.md` is a skill, and a source that holds a `SKILL.md` itself is
+            one skill. Paths use forward slashes, as the backend sees them (virtual
+            paths such as `/skills/`). A source that does not exist is skipped quietly.
+
+    Raises:
+        TypeError: `sources` is a single string, or holds something that is not a string.
+        ValueError: a source is empty or contains a backslash.
+
+    Skills of a later source replace skills of the same name from earlier ones. The
+    catalogue is kept in the private `skills_metadata` state key (written only when it
+    changes) and rendered as the stable `skills` prompt section (none without skills).
+    """
+
+    state_schema = SkillsState
+
+    def __init__(self, *, backend: Backend | None = None, sources: Sequence[str]) -> None:
+        super().__init__()
+        if isinstance(sources, str | bytes):
+            raise TypeError(
+                f"sources must be a list of skill source paths, e.g. [{sources!r}], not a "
+                "single string."
+            )
+        checked: list[str] = []
+        for source in sources:
+            if not isinstance(source, str):
+                raise TypeError(
+                    f"skill sources must be strings (paths such as '/skills/'), not "
+                    f"{type(source).__name__} {source!r}."
+                )
+            if not source.strip():
+                raise ValueError(
+                    "a skill source path is empty; give a directory such as '/skills/'."
+                )
+            if "\\" in source:
+                raise ValueError(
+                    f"skill source {source!r} contains a backslash; skill paths use forward "
+                    "slashes (e.g. '/skills/project/')."
+                )
+            checked.append(source)
+        self.backend: Backend = backend if backend is not None else StateBackend()
+        self.sources: tuple[str, ...] = tuple(checked)
+
+    # ------------------------------------------------------------------ loading
+
+    def load_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
+        """Read the catalogue from the sources now (warning about skills it skips)."""
+        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        loaded = _run(backend, _load_plan(self.sources))
+        _report(loaded.problems)
+        return loaded.skills
+
+    async def aload_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
+        """Async `load_skills`, through the backend's async methods."""
+        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        loaded = await _arun(backend, _load_plan(self.sources))
+        _report(loaded.problems)
+        return loaded.skills
+
+    @staticmethod
+    def _update(state: Any, skills: list[SkillMetadata]) -> dict[str, Any] | None:
+        current = state.get(SKILLS_STATE_KEY) if isinstance(state, Mapping) else None
+        if (current or []) == skills:
+            return None  # unchanged: no write, so the checkpoint stays small
+        return {SKILLS_STATE_KEY: skills}
+
+    def before_agent(self, state: SkillsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Refresh the catalogue at the start of every run."""
+        return self._update(state, self.load_skills(state, runtime))
+
+    async def abefore_agent(
+        self, state: SkillsState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async `before_agent`."""
+        return self._update(state, await self.aload_skills(state, runtime))
+
+    # ------------------------------------------------------------------ prompt
+
+    @staticmethod
+    def _with_section(request: ModelRequest) -> ModelRequest:
+        state = request.state if isinstance(request.state, Mapping) else {}
+        section = skills_section(state.get(SKILLS_STATE_KEY) or [])
+        return request if section is None else add_prompt_section(request, section)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Add the skills section (from the catalogue in state) to the system prompt."""
+        return handler(self._with_section(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """Async `wrap_model_call`."""
+        return await handler(self._with_section(request))
