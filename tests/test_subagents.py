@@ -675,3 +675,47 @@ def test_the_sync_and_async_paths_agree():
     assert [r.canonical_json() for r in sync_model.requests] == [
         r.canonical_json() for r in async_model.requests
     ]
+
+
+def test_the_general_purpose_subagent_inherits_skills_and_others_bring_their_own():
+    skill = "---\nname: {name}\ndescription: {name} skill\n---\n# {name}\nSteps."
+    files = {
+        f"/skills/{d}/{name}/SKILL.md": create_file_data(skill.format(name=name))
+        for d, name in [("main", "main-skill"), ("research", "research-skill")]
+    }
+
+    def policy(request):
+        if request.last_human_text == "delegated" or request.last_human_text == "research":
+            return ai("sub answer")
+        if not request.tool_results:
+            return ai(
+                "",
+                tool_call("task", {"description": "delegated", "subagent_type": "general-purpose"}),
+                tool_call("task", {"description": "research", "subagent_type": "researcher"}),
+                tool_call("task", {"description": "research", "subagent_type": "plain"}),
+            )
+        return ai("done")
+
+    model = ScriptedModel(policy=policy)
+    agent = create_deep_agent(
+        model,
+        skills=["/skills/main/"],
+        subagents=[
+            {"name": "researcher", "description": "d", "system_prompt": "Researcher.",
+             "skills": ["/skills/research/"]},
+            {"name": "plain", "description": "d", "system_prompt": "Plain."},
+        ],
+    )  # fmt: skip
+    agent.invoke({**USER, "files": files})
+    prompts = {
+        "main": model.requests[0].system_prompt,
+        **{
+            ("gp" if r.messages[-1].content == "delegated" else
+             "researcher" if "Researcher." in r.system_prompt else "plain"): r.system_prompt
+            for r in model.requests[1:4]
+        },
+    }  # fmt: skip
+    assert "main-skill" in prompts["main"] and "research-skill" not in prompts["main"]
+    assert "main-skill" in prompts["gp"]
+    assert "research-skill" in prompts["researcher"] and "main-skill" not in prompts["researcher"]
+    assert "skill" not in prompts["plain"].lower()

@@ -1,0 +1,62 @@
+"""Prompt-cache friendliness: stable sections first, and Anthropic cache markers for Claude."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents.middleware import wrap_model_call
+from langchain.agents.middleware.types import ModelResponse
+from langchain_core.messages import AIMessage
+
+from fathom import create_deep_agent
+from fathom.backends import create_file_data
+from fathom.testing import ScriptedModel, ai
+
+USER = {"messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_anthropic_models_get_cache_control_and_others_do_not():
+    pytest.importorskip("langchain_anthropic")
+    from langchain_anthropic import ChatAnthropic
+
+    seen = []
+
+    @wrap_model_call
+    def offline(request, handler):
+        # stands in for the network call: record what would be sent, answer locally
+        seen.append(dict(request.model_settings))
+        return ModelResponse(result=[AIMessage(content="ok")])
+
+    claude = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-test")
+    create_deep_agent(claude, middleware=[offline]).invoke(USER)
+    create_deep_agent(ScriptedModel(replies=[ai("ok")]), middleware=[offline]).invoke(USER)
+    assert seen[0].get("cache_control", {}).get("type") == "ephemeral"
+    assert "cache_control" not in seen[1]
+
+
+def test_memory_and_skills_are_stable_sections_ahead_of_conditional_ones():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ScriptedModel(replies=[ai("ok"), ai("ok")])
+    files = {
+        "/AGENTS.md": create_file_data("Always answer in English."),
+        "/skills/report/SKILL.md": create_file_data(
+            "---\nname: report\ndescription: Write reports.\n---\n# Report\nBody."
+        ),
+    }
+    agent = create_deep_agent(
+        model,
+        memory=["/AGENTS.md"],
+        skills=["/skills/"],
+        interrupt_on={"write_file": True},
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    agent.invoke({**USER, "files": files}, config)
+    agent.invoke({"messages": [{"role": "user", "content": "again"}]}, config)
+    first, second = (r.system_prompt for r in model.requests)
+    assert first == second  # the same prefix on every call: cacheable
+    memory = first.index("Always answer in English.")
+    skills = first.index("Write reports.")
+    approval = first.index("## Approval")
+    assert memory < approval and skills < approval
+    assert "Body." not in first  # the skill body stays out until it is read
