@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo lint clean bench
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,openai]'
+	$(BIN)/pip install -q -e '.[dev,openai,anthropic]'
 	touch $(STAMP)
 
 test: $(STAMP)

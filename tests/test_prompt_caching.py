@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from langchain.agents.middleware import wrap_model_call
 from langchain.agents.middleware.types import ModelResponse
 from langchain_core.messages import AIMessage
@@ -15,8 +14,7 @@ USER = {"messages": [{"role": "user", "content": "hi"}]}
 
 
 def test_anthropic_models_get_cache_control_and_others_do_not():
-    pytest.importorskip("langchain_anthropic")
-    from langchain_anthropic import ChatAnthropic
+    from langchain_anthropic import ChatAnthropic  # installed by `make test` (extra "anthropic")
 
     seen = []
 
