@@ -21,16 +21,21 @@ __all__ = [
     "BackendProtocol",
     "DeleteResult",
     "EditResult",
+    "ExecuteResponse",
+    "FileDownloadResponse",
     "FileInfo",
+    "FileUploadResponse",
     "GlobResult",
     "GrepMatch",
     "GrepResult",
     "HookRuntime",
     "LsResult",
     "ReadResult",
+    "SandboxBackendProtocol",
     "WriteResult",
     "resolve_backend",
     "supports_delete",
+    "supports_execute",
 ]
 
 
@@ -189,6 +194,59 @@ class BackendProtocol(Protocol):
     ) -> EditResult:
         """Async `edit`."""
         return await asyncio.to_thread(self.edit, file_path, old_string, new_string, replace_all)
+
+
+@dataclass(frozen=True)
+class ExecuteResponse:
+    """What a shell command produced: combined stdout/stderr, exit code, whether cut."""
+
+    output: str
+    exit_code: int | None = None
+    """`None` when the command did not finish (killed at the timeout)."""
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class FileUploadResponse:
+    """Result of uploading one file: `error` is `None` on success."""
+
+    path: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class FileDownloadResponse:
+    """Result of downloading one file: its bytes, or an error."""
+
+    path: str
+    content: bytes | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class SandboxBackendProtocol(BackendProtocol, Protocol):
+    """A backend that can also run shell commands and move files in and out."""
+
+    def execute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+        """Run `command` in the backend's workspace; never raises for a failing command."""
+        ...
+
+    async def aexecute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+        """Async `execute`."""
+        return await asyncio.to_thread(self.execute, command, timeout)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Write each `(path, bytes)` into the workspace (overwriting)."""
+        ...
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Read each path's bytes from the workspace."""
+        ...
+
+
+def supports_execute(backend: object) -> bool:
+    """Whether `backend` can run shell commands (has `execute`)."""
+    return callable(getattr(backend, "execute", None))
 
 
 def supports_delete(backend: object) -> bool:
