@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from fathom.backends.globbing import GlobError, compile_glob
 from fathom.backends.policy import BackendPolicy, FileOperation
+from fathom.backends.protocol import supports_execute
 
 __all__ = [
     "FilesystemPermission",
@@ -166,7 +167,7 @@ def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any)
     from fathom.backends.composite import CompositeBackend
 
     def can_execute(candidate: Any) -> bool:
-        return callable(getattr(candidate, "execute", None))
+        return supports_execute(candidate)
 
     if isinstance(backend, CompositeBackend):
         if not can_execute(backend.default):

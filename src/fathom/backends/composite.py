@@ -13,6 +13,7 @@ from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
     EditResult,
+    ExecuteResponse,
     FileInfo,
     GlobResult,
     GrepMatch,
@@ -22,6 +23,7 @@ from fathom.backends.protocol import (
     WriteResult,
     resolve_backend,
     supports_delete,
+    supports_execute,
 )
 from fathom.backends.state import StateBackend
 from fathom.state import FilesUpdate
@@ -367,3 +369,26 @@ class CompositeBackend(BackendBase):
         adelete = getattr(child, "adelete", None)
         result = await adelete(inner) if adelete is not None else child.delete(inner)
         return self._changed(prefix, result)
+
+    # -- commands ------------------------------------------------------------------------
+
+    @property
+    def can_execute(self) -> bool:
+        """Whether the default backend runs shell commands (routes only hold files)."""
+        return supports_execute(self.default)
+
+    def execute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+        """Run `command` in the default backend (the sandbox); routes are not visible there."""
+        if not self.can_execute:
+            return ExecuteResponse(
+                output="Error: this filesystem cannot run commands.", exit_code=None
+            )
+        return self.default.execute(command, timeout)
+
+    async def aexecute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+        if not self.can_execute:
+            return self.execute(command, timeout)
+        aexecute = getattr(self.default, "aexecute", None)
+        if aexecute is None:
+            return self.default.execute(command, timeout)
+        return await aexecute(command, timeout)

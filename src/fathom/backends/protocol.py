@@ -245,8 +245,14 @@ class SandboxBackendProtocol(BackendProtocol, Protocol):
 
 
 def supports_execute(backend: object) -> bool:
-    """Whether `backend` can run shell commands (has `execute`)."""
-    return callable(getattr(backend, "execute", None))
+    """Whether `backend` can run shell commands.
+
+    A backend with `execute` can, unless it says otherwise with a `can_execute` attribute
+    (a `CompositeBackend` can when its default backend can).
+    """
+    if not callable(getattr(backend, "execute", None)):
+        return False
+    return bool(getattr(backend, "can_execute", True))
 
 
 def supports_delete(backend: object) -> bool:
