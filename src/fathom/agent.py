@@ -16,8 +16,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
-from fathom.backends.protocol import BackendProtocol
+from fathom.backends.protocol import BackendProtocol, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
+from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_tools
 from fathom.middleware.memory import MemoryMiddleware
@@ -142,6 +143,11 @@ def _build_graph(
     return compact_tool_dispatch(agent)
 
 
+def _offers_execute(backend: Any) -> bool:
+    """Whether the agent gets the `execute` tool: the backend (or factory) runs commands."""
+    return supports_execute(backend) or bool(getattr(backend, "can_execute", False))
+
+
 def _core_middleware(
     backend: Any,
     permissions: Sequence[FilesystemPermission] | None,
@@ -156,6 +162,7 @@ def _core_middleware(
           if memory else []),
         *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
         FilesystemMiddleware(backend=backend, permissions=permissions),
+        *([ExecuteMiddleware(backend=backend)] if _offers_execute(backend) else []),
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
     ]
@@ -271,7 +278,8 @@ def create_deep_agent(
         permissions: Ordered `FilesystemPermission` rules for the file tools, checked
             before the backend is touched: first match wins, no match allows.
         backend: Where files live: a backend or a factory `(runtime) -> backend`.
-            Defaults to `StateBackend()`. Subagents share it.
+            Defaults to `StateBackend()`. Subagents share it. A backend that runs commands
+            (`LocalShellBackend`, `BubblewrapSandbox`, a `SandboxScope`) adds `execute`.
         interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
             `InterruptOnConfig`. Needs `checkpointer`. Subagents inherit it.
         response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a

@@ -1,14 +1,17 @@
 """Backends: where the agent's files live."""
 
 from fathom.backends.base import BackendBase
+from fathom.backends.bubblewrap import BubblewrapSandbox
 from fathom.backends.composite import CompositeBackend
 from fathom.backends.filesystem import FilesystemBackend
+from fathom.backends.local_shell import LocalShellBackend
 from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.protocol import (
     BackendFactory,
     BackendProtocol,
     DeleteResult,
     EditResult,
+    ExecuteResponse,
     FileInfo,
     GlobResult,
     GrepMatch,
@@ -17,7 +20,9 @@ from fathom.backends.protocol import (
     ReadResult,
     WriteResult,
     supports_delete,
+    supports_execute,
 )
+from fathom.backends.sandbox_scope import SandboxScope
 from fathom.backends.state import StateBackend
 from fathom.backends.store import StoreBackend
 from fathom.backends.utils import create_file_data
@@ -27,21 +32,29 @@ __all__ = [
     "BackendFactory",
     "BackendPolicy",
     "BackendProtocol",
+    "BubblewrapSandbox",
     "CompositeBackend",
     "DeleteResult",
     "EditResult",
+    "ExecuteResponse",
+    "FileDownloadResponse",
     "FileInfo",
     "FileOperation",
+    "FileUploadResponse",
     "FilesystemBackend",
     "GlobResult",
     "GrepMatch",
     "GrepResult",
+    "LocalShellBackend",
     "LsResult",
     "PolicyBackend",
     "ReadResult",
+    "SandboxBackendProtocol",
+    "SandboxScope",
     "StateBackend",
     "StoreBackend",
     "WriteResult",
     "create_file_data",
     "supports_delete",
+    "supports_execute",
 ]

@@ -1,5 +1,6 @@
 """Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
 
+from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
 from fathom.middleware.memory import MemoryMiddleware
@@ -14,6 +15,7 @@ from fathom.middleware.summarization import (
 )
 
 __all__ = [
+    "ExecuteMiddleware",
     "FilesystemMiddleware",
     "HumanInTheLoopMiddleware",
     "MemoryMiddleware",

@@ -1,0 +1,298 @@
+"""`LocalShellBackend`: real commands in real subprocesses, and file transfer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from fathom.backends.local_shell import DEFAULT_PATH, LocalShellBackend
+from fathom.backends.protocol import SandboxBackendProtocol, supports_execute
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a running (not zombie) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def gone(pid: int, within: float = 5.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return not alive(pid)
+
+
+def read_pid(path: Path, within: float = 5.0) -> int:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        text = path.read_text().strip() if path.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} was never written")
+
+
+@pytest.fixture
+def shell(tmp_path: Path) -> LocalShellBackend:
+    return LocalShellBackend(root_dir=tmp_path, timeout=10)
+
+
+def test_is_a_sandbox_backend(shell: LocalShellBackend) -> None:
+    assert supports_execute(shell)
+    assert isinstance(shell, SandboxBackendProtocol)
+
+
+def test_output_and_exit_code(shell: LocalShellBackend) -> None:
+    result = shell.execute("echo out; echo err >&2; exit 3")
+    assert result.output == "out\nerr\n"
+    assert result.exit_code == 3
+    assert not result.truncated
+    assert shell.execute("true").exit_code == 0
+
+
+def test_cwd_is_root_dir(tmp_path: Path, shell: LocalShellBackend) -> None:
+    (tmp_path / "marker.txt").write_text("x")
+    result = shell.execute("pwd; ls")
+    assert result.output.splitlines() == [os.path.realpath(tmp_path), "marker.txt"]
+
+
+def test_invalid_utf8_is_replaced(shell: LocalShellBackend) -> None:
+    assert shell.execute(r"printf '\377ok'").output == "\ufffdok"
+
+
+def test_empty_command_and_bad_timeout_are_error_responses(shell: LocalShellBackend) -> None:
+    for command in ("", "   ", "echo \x00"):
+        result = shell.execute(command)
+        assert result.exit_code not in (0, None)
+        assert result.output.startswith("Error")
+    bad = shell.execute("echo hi", timeout=0)
+    assert bad.exit_code == 1
+    assert "timeout" in bad.output
+
+
+def test_constructor_validates(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        LocalShellBackend(tmp_path, timeout=0)
+    with pytest.raises(ValueError, match="max_output_bytes"):
+        LocalShellBackend(tmp_path, max_output_bytes=0)
+    with pytest.raises(ValueError, match="does not exist"):
+        LocalShellBackend(tmp_path / "missing")
+
+
+def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
+    start = time.monotonic()
+    result = shell.execute("echo started; sleep 100 & echo $! > child.pid; sleep 100; wait")
+    assert time.monotonic() - start < 10
+    assert result.exit_code is None
+    assert result.output == "started\n[killed after 1 s]"
+    assert gone(read_pid(tmp_path / "child.pid"))
+
+
+def test_per_call_timeout_overrides_default(shell: LocalShellBackend) -> None:
+    start = time.monotonic()
+    result = shell.execute("sleep 30", timeout=0.5)
+    assert result.exit_code is None
+    assert time.monotonic() - start < 5
+
+
+def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=30)
+    start = time.monotonic()
+    result = shell.execute("sleep 30 & echo $! > bg.pid; echo ok")
+    assert time.monotonic() - start < 5
+    assert result.exit_code == 0
+    assert result.output == "ok\n"
+    pid = read_pid(tmp_path / "bg.pid")
+    os.kill(pid, 9)
+
+
+def test_output_over_the_cap_is_truncated_fast(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=10_000)
+    start = time.monotonic()
+    result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes' | head -c 5000000")
+    assert time.monotonic() - start < 10
+    assert result.truncated
+    assert result.exit_code == 0
+    assert result.output.startswith("y\ny\n")
+    assert len(result.output) < 10_200
+    assert result.output.endswith("[output truncated: showing the first 10,000 of 5,000,000 bytes]")
+    assert gone(read_pid(tmp_path / "yes.pid"))
+
+
+def test_draining_lets_the_command_finish(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, max_output_bytes=1_000)
+    result = shell.execute("head -c 1000000 /dev/zero | tr '\\0' a; echo finished > done.txt")
+    assert result.exit_code == 0
+    assert result.truncated
+    assert (tmp_path / "done.txt").read_text() == "finished\n"
+
+
+def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, max_output_bytes=50)
+    chunks: list[str] = []
+    result = shell.execute(
+        "echo one; sleep 0.2; echo two; head -c 200 /dev/zero", on_output=chunks.append
+    )
+    assert len(chunks) >= 2
+    assert "".join(chunks) == result.output.split("\n[output truncated")[0]
+
+
+def test_a_failing_listener_does_not_break_the_command(shell: LocalShellBackend) -> None:
+    def boom(chunk: str) -> None:
+        raise RuntimeError("listener broke")
+
+    assert shell.execute("echo hi", on_output=boom).output == "hi\n"
+
+
+def test_environment_is_not_inherited_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FATHOM_TEST_SECRET", "s3cret")
+    shell = LocalShellBackend(root_dir=tmp_path, env={"GREETING": "hello"})
+    result = shell.execute('echo "[$FATHOM_TEST_SECRET] $GREETING $PATH"; ls >/dev/null')
+    assert result.output == f"[] hello {DEFAULT_PATH}\n"
+    assert result.exit_code == 0
+
+
+def test_inherit_env_applies_env_on_top(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FATHOM_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("FATHOM_TEST_OTHER", "old")
+    shell = LocalShellBackend(root_dir=tmp_path, inherit_env=True, env={"FATHOM_TEST_OTHER": "new"})
+    result = shell.execute('echo "$FATHOM_TEST_SECRET $FATHOM_TEST_OTHER $PATH"')
+    assert result.output == f"s3cret new {os.environ['PATH']}\n"
+
+
+def test_explicit_path_is_kept(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, env={"PATH": "/bin"})
+    assert shell.execute('echo "$PATH"').output == "/bin\n"
+
+
+# ---------------------------------------------------------------------- async
+
+
+def test_aexecute_output_and_exit_code(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path)
+    chunks: list[str] = []
+    result = asyncio.run(shell.aexecute("pwd; echo err >&2; exit 4", on_output=chunks.append))
+    assert result.output == f"{os.path.realpath(tmp_path)}\nerr\n"
+    assert result.exit_code == 4
+    assert "".join(chunks) == result.output
+
+
+def test_aexecute_timeout_kills_the_group(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
+    start = time.monotonic()
+    result = asyncio.run(shell.aexecute("sleep 100 & echo $! > child.pid; sleep 100; wait"))
+    assert time.monotonic() - start < 10
+    assert result.exit_code is None
+    assert result.output == "[killed after 1 s]"
+    assert gone(read_pid(tmp_path / "child.pid"))
+
+
+def test_aexecute_truncates_and_background_jobs_do_not_hold_it(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=1_000)
+
+    async def main() -> tuple:
+        start = time.monotonic()
+        big = await shell.aexecute("yes | head -c 5000000")
+        bg = await shell.aexecute("sleep 30 & echo $! > bg.pid; echo ok")
+        return big, bg, time.monotonic() - start
+
+    big, bg, elapsed = asyncio.run(main())
+    assert elapsed < 10
+    assert big.truncated and big.exit_code == 0
+    assert (bg.output, bg.exit_code) == ("ok\n", 0)
+    os.kill(read_pid(tmp_path / "bg.pid"), 9)
+
+
+def test_cancelling_aexecute_kills_the_process_group(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=120)
+
+    async def main() -> None:
+        task = asyncio.create_task(
+            shell.aexecute("sleep 60 & echo $! > child.pid; echo $$ > pid; exec sleep 60")
+        )
+        pid_file = tmp_path / "pid"
+        for _ in range(250):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    start = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - start < 10
+    assert gone(read_pid(tmp_path / "pid"))
+    assert gone(read_pid(tmp_path / "child.pid"))
+
+
+# ---------------------------------------------------------------------- file transfer
+
+
+def test_upload_and_download_round_trip_in_virtual_mode(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    uploaded = shell.upload_files([("/data/a.bin", b"\x00\x01bytes"), ("/b.txt", b"hi")])
+    assert [(r.path, r.error) for r in uploaded] == [("/data/a.bin", None), ("/b.txt", None)]
+    assert (tmp_path / "data" / "a.bin").read_bytes() == b"\x00\x01bytes"
+    assert shell.execute("cat b.txt").output == "hi"
+    downloaded = shell.download_files(["/data/a.bin", "/missing.txt", "/data"])
+    assert downloaded[0].content == b"\x00\x01bytes" and downloaded[0].error is None
+    assert downloaded[1].content is None and "not found" in (downloaded[1].error or "")
+    assert "directory" in (downloaded[2].error or "")
+
+
+def test_upload_overwrites_and_keeps_mode(tmp_path: Path) -> None:
+    target = tmp_path / "run.sh"
+    target.write_text("old")
+    target.chmod(0o755)
+    shell = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    assert shell.upload_files([("/run.sh", b"echo new")])[0].error is None
+    assert target.read_text() == "echo new"
+    assert target.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in tmp_path.iterdir()] == ["run.sh"]
+
+
+def test_upload_refuses_bad_paths_and_content(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    (tmp_path / "dir").mkdir()
+    results = shell.upload_files(
+        [("/../escape.txt", b"x"), ("/ok.txt", "not bytes"), ("/dir", b"x")]  # type: ignore[list-item]
+    )
+    assert all(r.error for r in results)
+    assert "bytes" in (results[1].error or "")
+    assert "directory" in (results[2].error or "")
+    assert not (tmp_path.parent / "escape.txt").exists()
+    (escaped,) = shell.download_files(["/../etc/passwd"])
+    assert escaped.content is None and escaped.error
+
+
+def test_non_virtual_paths_are_real_paths(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path)
+    absolute = str(tmp_path / "abs.txt")
+    assert shell.upload_files([(absolute, b"A"), ("rel.txt", b"R")])[1].error is None
+    assert (tmp_path / "rel.txt").read_bytes() == b"R"
+    assert [r.content for r in shell.download_files([absolute, "rel.txt"])] == [b"A", b"R"]
+
+
+def test_async_transfer(tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+
+    async def main() -> bytes | None:
+        await shell.aupload_files([("/x.txt", b"xyz")])
+        return (await shell.adownload_files(["/x.txt"]))[0].content
+
+    assert asyncio.run(main()) == b"xyz"

@@ -1,0 +1,154 @@
+"""The `execute` tool end to end: `create_deep_agent` + `ExecuteMiddleware` + real commands."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from fathom import create_deep_agent
+from fathom.backends.filesystem import FilesystemBackend
+from fathom.backends.local_shell import LocalShellBackend
+from fathom.middleware.execute import EXECUTE_PROMPT, EXECUTE_STREAM_EVENT, ExecuteMiddleware
+from fathom.testing import ScriptedModel, ai, tool_call
+
+FINAL = "done"
+GO = {"messages": [{"role": "user", "content": "go"}]}
+
+
+@pytest.fixture(params=["invoke", "ainvoke"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def build(backend: Any, *calls: Any, middleware_backend: Any = None) -> tuple[Any, ScriptedModel]:
+    model = ScriptedModel(replies=[ai("", *calls), ai(FINAL)])
+    shell = ExecuteMiddleware(backend=backend if middleware_backend is None else middleware_backend)
+    agent = create_deep_agent(model, backend=backend, middleware=[shell])
+    return agent, model
+
+
+def run(mode: str, backend: Any, *calls: Any, **kwargs: Any) -> tuple[ToolMessage, ScriptedModel]:
+    agent, model = build(backend, *calls, **kwargs)
+    result = asyncio.run(agent.ainvoke(GO)) if mode == "ainvoke" else agent.invoke(GO)
+    assert result["messages"][-1].content == FINAL
+    (message,) = [m for m in result["messages"] if m.type == "tool"]
+    seen = model.requests[1].messages[-1]
+    assert seen.type == "tool" and seen.text == message.text
+    return message, model
+
+
+def test_execute_output_reaches_the_model(mode: str, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello from disk\n")
+    backend = LocalShellBackend(root_dir=tmp_path)
+    message, model = run(mode, backend, tool_call("execute", {"command": "cat notes.txt; pwd"}))
+    assert message.status == "success"
+    assert message.name == "execute"
+    assert message.text == f"hello from disk\n{tmp_path.resolve()}\n[exit code 0]"
+    first = model.requests[0]
+    assert "execute" in first.tool_names
+    assert "## Shell" in (first.system_prompt or "")
+    assert EXECUTE_PROMPT in (first.system_prompt or "")
+
+
+def test_non_zero_exit_is_an_error(mode: str, tmp_path: Path) -> None:
+    backend = LocalShellBackend(root_dir=tmp_path)
+    call = tool_call("execute", {"command": "echo nope >&2; exit 3"})
+    message, _ = run(mode, backend, call)
+    assert message.status == "error"
+    assert message.text == "nope\n[exit code 3]"
+
+
+def test_timeout_argument_kills_the_command(mode: str, tmp_path: Path) -> None:
+    backend = LocalShellBackend(root_dir=tmp_path, timeout=60)
+    call = tool_call("execute", {"command": "echo start; sleep 30", "timeout": 1})
+    message, _ = run(mode, backend, call)
+    assert message.status == "error"
+    assert message.text.startswith("start\n[killed after 1 s]\n")
+    assert message.text.endswith("[no exit code: the command was killed at its timeout]")
+
+
+def test_truncated_output_is_flagged(mode: str, tmp_path: Path) -> None:
+    backend = LocalShellBackend(root_dir=tmp_path, max_output_bytes=2_000)
+    message, _ = run(mode, backend, tool_call("execute", {"command": "yes | head -c 100000"}))
+    assert message.status == "success"
+    assert len(message.text) < 2_400
+    assert "[output truncated" in message.text
+    assert message.text.endswith("[exit code 0]")
+
+
+def test_no_output_says_so(mode: str, tmp_path: Path) -> None:
+    message, _ = run(mode, LocalShellBackend(tmp_path), tool_call("execute", {"command": "true"}))
+    assert message.text == "(no output)\n[exit code 0]"
+
+
+def test_factory_backend(mode: str, tmp_path: Path) -> None:
+    shell = LocalShellBackend(root_dir=tmp_path)
+    seen: list[Any] = []
+
+    def factory(runtime: Any) -> LocalShellBackend:
+        seen.append(runtime.tool_call_id)
+        return shell
+
+    call = tool_call("execute", {"command": "echo via factory"}, id="call-f")
+    message, _ = run(mode, shell, call, middleware_backend=factory)
+    assert message.text == "via factory\n[exit code 0]"
+    assert seen == ["call-f"]
+
+
+def test_backend_without_a_shell_is_refused(mode: str, tmp_path: Path) -> None:
+    files = FilesystemBackend(root_dir=tmp_path)
+    message, _ = run(mode, files, tool_call("execute", {"command": "touch hacked"}))
+    assert message.status == "error"
+    assert "cannot run commands" in message.text
+    assert not (tmp_path / "hacked").exists()
+
+
+def test_empty_command_is_an_error(mode: str, tmp_path: Path) -> None:
+    message, _ = run(mode, LocalShellBackend(tmp_path), tool_call("execute", {"command": " "}))
+    assert message.status == "error"
+    assert "empty" in message.text
+
+
+def test_custom_prompt_and_description(tmp_path: Path) -> None:
+    middleware = ExecuteMiddleware(
+        backend=LocalShellBackend(tmp_path), system_prompt="", tool_description="run it"
+    )
+    assert middleware.section.text == ""
+    (tool,) = middleware.tools
+    assert (tool.name, tool.description) == ("execute", "run it")
+    assert set(tool.args) == {"command", "timeout"}
+
+
+COMMAND = "echo first; sleep 0.3; echo second"
+
+
+def _chunks(events: list[Any]) -> list[dict[str, Any]]:
+    return [e for e in events if isinstance(e, dict) and e.get("type") == EXECUTE_STREAM_EVENT]
+
+
+def test_stream_custom_yields_output_chunks(tmp_path: Path) -> None:
+    agent, _ = build(
+        LocalShellBackend(tmp_path), tool_call("execute", {"command": COMMAND}, id="call-s")
+    )
+    chunks = _chunks(list(agent.stream(GO, stream_mode="custom")))
+    assert len(chunks) >= 2
+    assert {c["tool_call_id"] for c in chunks} == {"call-s"}
+    assert "".join(c["chunk"] for c in chunks) == "first\nsecond\n"
+
+
+def test_astream_custom_yields_output_chunks(tmp_path: Path) -> None:
+    agent, _ = build(
+        LocalShellBackend(tmp_path), tool_call("execute", {"command": COMMAND}, id="call-a")
+    )
+
+    async def collect() -> list[Any]:
+        return [event async for event in agent.astream(GO, stream_mode="custom")]
+
+    chunks = _chunks(asyncio.run(collect()))
+    assert len(chunks) >= 2
+    assert {c["tool_call_id"] for c in chunks} == {"call-a"}
+    assert "".join(c["chunk"] for c in chunks) == "first\nsecond\n"
