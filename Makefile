@@ -35,6 +35,7 @@ $(REF_STAMP):
 bench: $(STAMP) $(REF_STAMP)
 	$(BIN)/python benchmarks/checkpoint_growth.py
 	$(BIN)/python benchmarks/long_run.py
+	$(BIN)/python benchmarks/sandbox.py
 
 clean:
 	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info
