@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -31,6 +31,7 @@ from langchain.agents.middleware.types import (
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
+    PrivateStateAttr,
     ToolCallRequest,
 )
 from langchain.tools import ToolRuntime
@@ -166,7 +167,7 @@ class _Compaction:
 class CompactionState(AgentState):
     """The flag the `compact_conversation` tool raises."""
 
-    compact_requested: NotRequired[bool]
+    compact_requested: NotRequired[Annotated[bool, PrivateStateAttr]]
 
 
 class SummarizationMiddleware(AgentMiddleware):
