@@ -157,17 +157,30 @@ class SectionPromptMixin:
 
     section: PromptSection
 
+    def section_for_request(self, request: ModelRequest) -> PromptSection | None:
+        """The section for this call (default `self.section`); `None` or empty adds none.
+
+        Override it when the section depends on the run's state (memory, skills).
+        """
+        return self.section
+
+    def _with_section(self, request: ModelRequest) -> ModelRequest:
+        section = self.section_for_request(request)
+        if section is None or not section.text.strip():
+            return request
+        return add_prompt_section(request, section)
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return handler(add_prompt_section(request, self.section))
+        return handler(self._with_section(request))
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        return await handler(add_prompt_section(request, self.section))
+        return await handler(self._with_section(request))
 
 
 class PromptSectionMiddleware(SectionPromptMixin, AgentMiddleware):

@@ -13,14 +13,13 @@ Within a run the section does not change, so the prompt prefix stays cacheable.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
 )
 from langgraph.runtime import Runtime
@@ -32,7 +31,7 @@ from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, r
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
 from fathom.permissions import FilesystemPermission, PermissionPolicy
-from fathom.prompt import PromptSection, SectionPromptMixin, add_prompt_section
+from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
     "MAX_MEMORY_FILE_BYTES",
@@ -215,18 +214,6 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
             return self.section
         return PromptSection("memory", render_memory(self.sources, files, self.guidance))
 
-    def _with_memory(self, request: ModelRequest) -> ModelRequest:
-        section = self.section_for(request.state)
-        return add_prompt_section(request, section) if section.text.strip() else request
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_memory(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_memory(request))
+    def section_for_request(self, request: ModelRequest) -> PromptSection:
+        """The memory section built from the files loaded into this run's state."""
+        return self.section_for(request.state)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -25,7 +25,6 @@ import yaml
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
 )
 from langgraph.runtime import Runtime
@@ -40,7 +39,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
-from fathom.prompt import PromptSection, add_prompt_section
+from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 
 __all__ = [
@@ -346,7 +345,7 @@ def skills_section(skills: Sequence[SkillMetadata]) -> PromptSection | None:
 # --------------------------------------------------------------------------- middleware
 
 
-class SkillsMiddleware(AgentMiddleware[SkillsState, Any, Any]):
+class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any]):
     """Loads skills from `sources` before every run and lists them in the system prompt.
 
     Args:
@@ -432,22 +431,7 @@ class SkillsMiddleware(AgentMiddleware[SkillsState, Any, Any]):
 
     # ------------------------------------------------------------------ prompt
 
-    @staticmethod
-    def _with_section(request: ModelRequest) -> ModelRequest:
+    def section_for_request(self, request: ModelRequest) -> PromptSection | None:
+        """The skills section built from the catalogue in this run's state."""
         state = request.state if isinstance(request.state, Mapping) else {}
-        section = skills_section(state.get(SKILLS_STATE_KEY) or [])
-        return request if section is None else add_prompt_section(request, section)
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Add the skills section (from the catalogue in state) to the system prompt."""
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        """Async `wrap_model_call`."""
-        return await handler(self._with_section(request))
+        return skills_section(state.get(SKILLS_STATE_KEY) or [])
