@@ -1,0 +1,292 @@
+"""Project conventions for the `fathom` command: configuration, memory, skills and subagents.
+
+A project is a directory; the user's own settings live in `~/.fathom/`. Both may hold:
+
+- a configuration file (`~/.fathom/config.toml`, then `<project>/fathom.toml`; project values
+  override user values key by key), read by `load_config`;
+- `AGENTS.md` memory, a `skills/` folder and `agents/<name>.md` subagent definitions (under
+  `~/.fathom/` and `<project>/.fathom/`), found by `project_sources`.
+
+User sources come first and project sources last, because later sources win. Anything
+malformed raises `ConfigError`, whose message names the file, the line where it can be
+found, and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import yaml
+
+from fathom.middleware.subagents import SubAgent
+
+__all__ = [
+    "ConfigError",
+    "FathomConfig",
+    "ProjectSources",
+    "SandboxKind",
+    "load_config",
+    "project_sources",
+]
+
+SandboxKind = Literal["none", "local", "bubblewrap"]
+"""Where the agent's commands run: nowhere, on this machine, or in a bubblewrap sandbox."""
+
+_SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
+
+
+class ConfigError(ValueError):
+    """A configuration file or subagent definition that fathom cannot use.
+
+    The message names the file (and the line, where one is known) and says what is allowed.
+    """
+
+
+@dataclass(frozen=True)
+class FathomConfig:
+    """Settings from `~/.fathom/config.toml` and `<project>/fathom.toml`, merged.
+
+    Every field is optional in the files; absent fields keep the defaults below.
+    """
+
+    model: str | None = None
+    """The model as "provider:model", e.g. "openai:gpt-4o" or "anthropic:claude-sonnet-4-5"."""
+    base_url: str | None = None
+    """Base URL of an OpenAI-compatible endpoint (Ollama, vLLM, a llama.cpp server)."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the endpoint's API key."""
+    sandbox: SandboxKind = "none"
+    """Where shell commands run: "none" (no shell), "local" or "bubblewrap"."""
+    auto_approve: list[str] = field(default_factory=list)
+    """Tool names whose calls run without asking."""
+    interrupt_on: list[str] = field(default_factory=list)
+    """Tool names whose calls wait for a person's approval."""
+
+
+@dataclass(frozen=True)
+class ProjectSources:
+    """What a project brings to the agent, in order of precedence (later wins)."""
+
+    memory: list[Path] = field(default_factory=list)
+    """Existing `AGENTS.md` files: the user's, then the project's."""
+    skills: list[Path] = field(default_factory=list)
+    """Existing skill folders: the user's, then the project's."""
+    subagents: list[SubAgent] = field(default_factory=list)
+    """Subagent definitions; a project definition replaces a user one of the same name.
+
+    `tools`, where given, holds tool names; the caller maps them to tools.
+    """
+
+
+# --- configuration -----------------------------------------------------------------------
+
+_STRING_KEYS = ("model", "base_url", "api_key_env")
+_LIST_KEYS = ("auto_approve", "interrupt_on")
+_CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(FathomConfig))
+
+
+def _key_line(text: str, key: str) -> int | None:
+    """The 1-based line where `key` is assigned (or opened as a table) in TOML `text`."""
+    name = rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+    pattern = re.compile(rf"^\s*(?:{name}\s*[=.]|\[\[?\s*{name}\s*[\].])")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def _where(path: Path, text: str, key: str) -> str:
+    line = _key_line(text, key)
+    return f"{path}, line {line}" if line is not None else str(path)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """Read and check one configuration file; an absent file is empty."""
+    if not path.is_file():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, reason = _toml_error_line(exc, text)
+        raise ConfigError(f"{path}, line {line}: invalid TOML: {reason}") from exc
+
+    for key, value in data.items():
+        where = _where(path, text, key)
+        if key not in _CONFIG_KEYS:
+            allowed = ", ".join(_CONFIG_KEYS)
+            raise ConfigError(f"{where}: unknown key {key!r}; allowed keys are {allowed}")
+        if key in _STRING_KEYS and not isinstance(value, str):
+            raise ConfigError(
+                f"{where}: {key!r} must be a string, not {_toml_type(value)}"
+                + (' (e.g. "openai:gpt-4o")' if key == "model" else "")
+            )
+        if key == "sandbox" and value not in _SANDBOX_KINDS:
+            allowed = ", ".join(f'"{kind}"' for kind in _SANDBOX_KINDS)
+            raise ConfigError(f"{where}: 'sandbox' is {value!r}; allowed values are {allowed}")
+        if key in _LIST_KEYS and not (
+            isinstance(value, list) and all(isinstance(item, str) for item in value)
+        ):
+            raise ConfigError(
+                f"{where}: {key!r} must be a list of tool names (strings), "
+                f'e.g. {key} = ["write_file", "edit_file"]'
+            )
+    if isinstance(data.get("model"), str) and ":" not in data["model"]:
+        raise ConfigError(
+            f"{_where(path, text, 'model')}: 'model' is {data['model']!r}; "
+            'it must be "provider:model", e.g. "openai:gpt-4o"'
+        )
+    return data
+
+
+_AT_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
+
+
+def _toml_error_line(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int, str]:
+    """The 1-based line of a TOML syntax error, and the error without its position.
+
+    Python 3.14 gives `lineno`; older versions only say "(at line N, column M)" or
+    "(at end of document)" in the message.
+    """
+    message = str(getattr(exc, "msg", None) or exc)
+    match = _AT_POSITION.search(message)
+    reason = message[: match.start()] if match else message
+    lineno = getattr(exc, "lineno", None)
+    if isinstance(lineno, int):
+        return lineno, reason
+    if match and match.group(1):
+        return int(match.group(1)), reason
+    return max(1, len(text.splitlines())), reason  # at the end of the document
+
+
+def _toml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", list: "an array"}
+    if isinstance(value, dict):
+        return "a table"
+    return names.get(type(value), type(value).__name__)
+
+
+def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
+    """Read `<home>/.fathom/config.toml`, then `<project_dir>/fathom.toml`, and merge them.
+
+    Project values override user values key by key; absent files count as empty. `home`
+    defaults to `Path.home()`. Raises `ConfigError` for a file that is not valid TOML, an
+    unknown key, a value of the wrong type or a value that is not allowed.
+    """
+    home = Path.home() if home is None else home
+    merged: dict[str, Any] = {}
+    merged.update(_read_toml(home / ".fathom" / "config.toml"))
+    merged.update(_read_toml(Path(project_dir) / "fathom.toml"))
+    for key in _LIST_KEYS:
+        if key in merged:
+            merged[key] = list(merged[key])
+    return FathomConfig(**merged)
+
+
+# --- memory, skills and subagents ---------------------------------------------------------
+
+_AGENT_KEYS = ("name", "description", "model", "tools")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+
+
+def _parse_agent(path: Path) -> SubAgent:
+    """Read one `agents/<name>.md` file: YAML front-matter, then the system prompt."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the subagent definition: {exc}") from exc
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        raise ConfigError(
+            f"{path}: a subagent definition must start with YAML front-matter between "
+            "'---' lines (name, description, optional model and tools), then its prompt"
+        )
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        # +2: the mark is 0-based and the front-matter starts after the opening '---'.
+        where = f"{path}, line {mark.line + 2}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML front-matter: {problem}") from exc
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{path}: the front-matter must be a mapping of {', '.join(_AGENT_KEYS)}")
+
+    unknown = sorted(str(key) for key in meta if key not in _AGENT_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown front-matter key(s) {', '.join(unknown)}; "
+            f"allowed keys are {', '.join(_AGENT_KEYS)}"
+        )
+    for key in ("name", "description"):
+        value = meta.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{path}: the front-matter needs {key!r}, a non-empty string")
+    if "model" in meta and not isinstance(meta["model"], str):
+        raise ConfigError(f"{path}: 'model' must be a string such as \"openai:gpt-4o\"")
+    tools = meta.get("tools")
+    if "tools" in meta and not (
+        isinstance(tools, list) and all(isinstance(tool, str) for tool in tools)
+    ):
+        raise ConfigError(f"{path}: 'tools' must be a list of tool names (strings)")
+
+    prompt = text[match.end() :].strip()
+    if not prompt:
+        raise ConfigError(f"{path}: the definition has no system prompt after the front-matter")
+
+    agent = SubAgent(
+        name=meta["name"].strip(),
+        description=meta["description"].strip(),
+        system_prompt=prompt,
+    )
+    if "model" in meta:
+        agent["model"] = meta["model"]
+    if tools is not None:
+        agent["tools"] = list(tools)
+    return agent
+
+
+def _agents_in(folder: Path) -> dict[str, SubAgent]:
+    agents: dict[str, SubAgent] = {}
+    seen: dict[str, Path] = {}
+    if not folder.is_dir():
+        return agents
+    for path in sorted(folder.glob("*.md")):
+        if not path.is_file():
+            continue
+        agent = _parse_agent(path)
+        if agent["name"] in seen:
+            first = seen[agent["name"]]
+            raise ConfigError(
+                f"{path}: subagent name {agent['name']!r} is already defined in {first}"
+            )
+        seen[agent["name"]] = path
+        agents[agent["name"]] = agent
+    return agents
+
+
+def project_sources(project_dir: Path, home: Path | None = None) -> ProjectSources:
+    """Find the memory files, skill folders and subagent definitions of a project.
+
+    User sources (`<home>/.fathom/`) come before project sources (`<project_dir>/.fathom/`)
+    and only existing files and folders are listed. A project subagent replaces a user one
+    with the same name. Raises `ConfigError` for a subagent definition that cannot be used.
+    """
+    home = Path.home() if home is None else home
+    roots = [home / ".fathom", Path(project_dir) / ".fathom"]
+    if roots[0].resolve() == roots[1].resolve():  # run in the home directory itself
+        roots = roots[:1]
+    memory = [root / "AGENTS.md" for root in roots if (root / "AGENTS.md").is_file()]
+    skills = [root / "skills" for root in roots if (root / "skills").is_dir()]
+    agents: dict[str, SubAgent] = {}
+    for root in roots:
+        agents.update(_agents_in(root / "agents"))
+    return ProjectSources(memory=memory, skills=skills, subagents=list(agents.values()))
