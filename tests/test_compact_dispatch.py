@@ -98,7 +98,8 @@ def test_calls_sharing_an_id_keep_their_arguments_in_the_dispatch():
     create_deep_agent(model, middleware=[record]).invoke(
         {"messages": [{"role": "user", "content": "go"}]}
     )
-    assert [c["args"]["file_path"] for c in seen] == ["/a.md", "/b.md"]
+    # the two calls run in parallel, so they may be seen in either order
+    assert sorted(c["args"]["file_path"] for c in seen) == ["/a.md", "/b.md"]
     assert not any(ELIDED_ARGS_KEY in c for c in seen)
 
 
