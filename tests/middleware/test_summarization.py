@@ -235,3 +235,27 @@ def test_the_agent_can_compact_on_purpose_between_tasks():
     assert len(result["messages"]) < 10
     assert not result.get("compact_requested")
     assert result["messages"][-1].content == "ready for the next task"
+
+
+def test_archives_point_to_written_files_instead_of_copying_them():
+    contents = [f"doc {i} " + "q" * 1_500 for i in range(8)]
+    state = {"summaries": 0}
+
+    def policy(request):
+        if (request.last_human_text or "").startswith(SUMMARY_MARK):
+            state["summaries"] += 1
+            return ai("## Artifacts\n- /doc*.md")
+        done = sum(1 for m in request.messages if m.type == "tool")
+        written = sum(1 for m in request.messages if isinstance(m, AIMessage) and m.tool_calls)
+        if state["summaries"] == 0 and done < len(contents):
+            args = {"file_path": f"/doc{written}.md", "content": contents[written]}
+            return ai("", tool_call("write_file", args))
+        return ai("done")
+
+    model = ScriptedModel(policy=policy, profile={"max_input_tokens": 3_000})
+    result = create_deep_agent(model).invoke(USER)
+    assert state["summaries"] >= 1
+    (archive,) = [d["content"] for p, d in result["files"].items() if p.startswith(ARCHIVE_DIR)]
+    assert "characters, written to /doc0.md]" in archive
+    assert "q" * 1_500 not in archive
+    assert result["files"]["/doc0.md"]["content"] == contents[0]

@@ -141,8 +141,28 @@ def _is_summary(message: Any) -> bool:
     )
 
 
+_ARCHIVE_ARG_CHARS = 200
+"""File content longer than this is not copied into an archive: the file holds it."""
+
+
+def _archived_args(call: Any, succeeded: set[str]) -> Any:
+    """A call's arguments for the archive: content a successful write put in a file is
+    replaced by a pointer, so the archive does not store every file a second time."""
+    key = _TRIMMED_ARGS.get(call["name"])
+    value = call["args"].get(key) if key else None
+    if call.get("id") not in succeeded or not isinstance(value, str):
+        return call["args"]
+    if len(value) <= _ARCHIVE_ARG_CHARS:
+        return call["args"]
+    path = call["args"].get("file_path", "the file")
+    return {**call["args"], key: f"[{len(value):,} characters, written to {path}]"}
+
+
 def _transcript(messages: Sequence[AnyMessage]) -> str:
     """The messages as a readable Markdown transcript (the archive format)."""
+    succeeded = {
+        m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.status != "error"
+    }
     lines: list[str] = []
     for message in messages:
         lines.append(f"### {message.type}" + (f" ({message.name})" if message.name else ""))
@@ -150,7 +170,7 @@ def _transcript(messages: Sequence[AnyMessage]) -> str:
         if text:
             lines.append(text)
         for call in getattr(message, "tool_calls", None) or []:
-            args = json.dumps(call.get("args"), ensure_ascii=False)
+            args = json.dumps(_archived_args(call, succeeded), ensure_ascii=False)
             lines.append(f"-> {call['name']}({args})")
         lines.append("")
     return "\n".join(lines)
