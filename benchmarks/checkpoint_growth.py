@@ -28,13 +28,15 @@ import os
 import random
 import sqlite3
 import string
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+
+from _harness import FATHOM_PYTHON, REF_PYTHON, SideFailed, run_worker
+from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
 SIDES: tuple[Side, ...] = ("fathom", "deepagents")
@@ -43,9 +45,6 @@ FILE_BYTES = 2_000
 DEFAULT_SIZES = (50, 100, 200, 400)
 THREAD_ID = "bench"
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-FATHOM_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
-REF_PYTHON = REPO_ROOT / "benchmarks" / ".venv-deepagents" / "bin" / "python"
 
 _ALPHABET = string.ascii_letters + string.digits
 
@@ -162,36 +161,13 @@ def run_side(side: Side, n: int, db: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- driver
 
 
-class SideFailed(RuntimeError):
-    """A worker subprocess failed or printed no measurement."""
-
-
 def _run_worker(side: Side, n: int, python: Path, workdir: Path) -> dict[str, Any]:
-    """Run one worker subprocess and parse its JSON line."""
-    env = dict(os.environ)
-    if side == "deepagents":
-        src = str(REPO_ROOT / "src")
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    """Run one worker subprocess (its database in `workdir`) and parse its JSON line."""
     db = workdir / f"{side}-{n}.sqlite"
-    cmd = [
-        str(python),
-        str(Path(__file__).resolve()),
-        "--side",
-        side,
-        "--n",
-        str(n),
-        "--db",
-        str(db),
-    ]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    db.unlink(missing_ok=True)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-        msg = f"{side} n={n} failed (exit {proc.returncode}):\n{tail}"
-        raise SideFailed(msg)
-    row: dict[str, Any] = json.loads(lines[-1])
-    return row
+    try:
+        return run_worker(__file__, side, ["--n", str(n), "--db", str(db)], python)
+    finally:
+        db.unlink(missing_ok=True)
 
 
 def _ratio(row: dict[str, Any] | None) -> float | None:
@@ -232,26 +208,9 @@ HEADERS = [
 
 
 def print_table(results: dict[int, dict[Side, dict[str, Any]]]) -> None:
-    """Print the comparison table, with Rich when it is installed."""
+    """Print the comparison table."""
     title = f"Checkpoint bytes stored per byte written (N files of {FILE_BYTES:,} bytes)"
-    rows = _table_rows(results)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(HEADERS)]
-        print(title)
-        print(" | ".join(h.rjust(w) for h, w in zip(HEADERS, widths, strict=True)))
-        print("-+-".join("-" * w for w in widths))
-        for row in rows:
-            print(" | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-        return
-    table = Table(title=title)
-    for header in HEADERS:
-        table.add_column(header, justify="right")
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
+    _print_table(title, HEADERS, _table_rows(results))
 
 
 def _progress(row: dict[str, Any]) -> None:

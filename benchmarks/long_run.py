@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+
+from _harness import FATHOM_PYTHON, REF_PYTHON, SideFailed, run_worker
+from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
 SIDES: tuple[Side, ...] = ("fathom", "deepagents")
@@ -50,9 +51,6 @@ SUMMARY_PROMPT_PREFIXES = (
     "<role>\nContext Extraction Assistant",  # deepagents 0.7.32
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-FATHOM_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
-REF_PYTHON = REPO_ROOT / "benchmarks" / ".venv-deepagents" / "bin" / "python"
 
 _CODE = re.compile(r"secret code is (\d+)", re.IGNORECASE)
 
@@ -192,34 +190,9 @@ def run_side(side: Side, steps: int, window: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- driver
 
 
-class SideFailed(RuntimeError):
-    """A worker subprocess failed or printed no measurement."""
-
-
 def _run_worker(side: Side, steps: int, window: int, python: Path) -> dict[str, Any]:
     """Run one worker subprocess and parse its JSON line."""
-    env = dict(os.environ)
-    if side == "deepagents":
-        src = str(REPO_ROOT / "src")
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    cmd = [
-        str(python),
-        str(Path(__file__).resolve()),
-        "--side",
-        side,
-        "--steps",
-        str(steps),
-        "--window",
-        str(window),
-    ]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-        msg = f"{side} failed (exit {proc.returncode}):\n{tail}"
-        raise SideFailed(msg)
-    row: dict[str, Any] = json.loads(lines[-1])
-    return row
+    return run_worker(__file__, side, ["--steps", str(steps), "--window", str(window)], python)
 
 
 HEADERS = [
@@ -258,28 +231,10 @@ def _mean_ratio(results: dict[Side, dict[str, Any]]) -> str:
 
 
 def print_table(results: dict[Side, dict[str, Any]], steps: int, window: int) -> None:
-    """Print the comparison table, with Rich when it is installed."""
+    """Print the comparison table and the mean-token ratio."""
     title = f"A {steps:,}-step run with a {window:,}-token window (request sizes in tokens)"
     footer = f"deepagents ÷ fathom, mean tokens per request: {_mean_ratio(results)}"
-    rows = _table_rows(results)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(HEADERS)]
-        print(title)
-        print(" | ".join(h.rjust(w) for h, w in zip(HEADERS, widths, strict=True)))
-        print("-+-".join("-" * w for w in widths))
-        for row in rows:
-            print(" | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-        print(footer)
-        return
-    table = Table(title=title, caption=footer)
-    for header in HEADERS:
-        table.add_column(header, justify="right")
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
+    _print_table(title, HEADERS, _table_rows(results), footer)
 
 
 def _progress(row: dict[str, Any]) -> None:
