@@ -235,6 +235,8 @@ class SubAgentMiddleware(AgentMiddleware):
             **(config.get("metadata") or {}),
             "lc_agent_name": spec["name"],
             "ls_agent_type": "subagent",
+            # Lets a stream consumer tell which `task` call a subagent's events belong to.
+            "fathom_task_call_id": runtime.tool_call_id,
         }
         config["metadata"] = metadata
         return spec, payload, config  # type: ignore[return-value]

@@ -1,0 +1,314 @@
+"""The `fathom` command: an interactive agent in the current directory, and its subcommands.
+
+    fathom                      talk to the agent (new thread; --resume continues the last)
+    fathom run "task" [--json]  one task, then exit (non-zero on failure or pending approval)
+    fathom threads              list this project's threads
+    fathom demo                 an offline end-to-end run with a scripted model
+
+Only the standard library is imported at start-up, so `fathom --help` is quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_APPROVAL = 3
+EXIT_INTERRUPTED = 130
+
+SANDBOXES = ("none", "local", "bubblewrap")
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS keeps an option given before the subcommand from being reset by the
+    # subcommand's own default.
+    s = argparse.SUPPRESS
+    parser.add_argument("--model", default=s, metavar="PROVIDER:MODEL",
+                        help='the model, e.g. "openai:gpt-4.1" (default: fathom.toml)')
+    parser.add_argument("--thread", default=s, metavar="ID", help="use this thread")
+    parser.add_argument("--resume", action="store_true", default=s,
+                        help="continue the most recent thread")
+    parser.add_argument("--sandbox", choices=SANDBOXES, default=s,
+                        help="where shell commands run (default: fathom.toml, else none)")
+    parser.add_argument("--auto-approve", action="append", default=s, metavar="TOOL[,TOOL]",
+                        help="run these tools without asking (repeatable, comma-separated)")
+    parser.add_argument("--plain", action="store_true", default=s,
+                        help="plain line output, for dumb terminals and logs")
+    parser.add_argument("--project", default=s, metavar="DIR",
+                        help="the project directory (default: the current directory)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fathom",
+        description="A deep agent in your terminal: it plans, works on the project's files, "
+        "delegates to subagents and asks before it changes anything.",
+        epilog="Configuration: fathom.toml in the project, ~/.fathom/config.toml for the user. "
+        "Try it offline: fathom demo",
+    )
+    _common_options(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="do one task and exit")
+    _common_options(run)
+    run.add_argument("task", help="what to do")
+    run.add_argument("--json", action="store_true", help="print the final state as JSON")
+    threads = commands.add_parser("threads", help="list this project's threads")
+    threads.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR")
+    demo = commands.add_parser("demo", help="an offline end-to-end run (scripted model)")
+    demo.add_argument("--plain", action="store_true", default=argparse.SUPPRESS)
+    return parser
+
+
+def _option(args: argparse.Namespace, name: str, default: Any = None) -> Any:
+    return getattr(args, name, default)
+
+
+def _auto_approved(args: argparse.Namespace) -> list[str]:
+    names: list[str] = []
+    for value in _option(args, "auto_approve", []) or []:
+        names.extend(part.strip() for part in value.split(",") if part.strip())
+    return names
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def _project(args: argparse.Namespace) -> Path:
+    return Path(_option(args, "project") or os.getcwd()).resolve()
+
+
+def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
+    """Build the session, or raise `SetupError` with a message for the person."""
+    from fathom.cli.build import (
+        AgentSetup,
+        ModelSetupError,
+        build_model,
+        choose_model,
+        subagent_specs,
+    )
+    from fathom.cli.display import PlainDisplay, make_display
+    from fathom.cli.session import Session
+    from fathom.cli.threads import threads_db_path
+    from fathom.project import ConfigError, load_config, project_sources
+
+    project = _project(args)
+    home = Path.home()
+    try:
+        config = load_config(project, home)
+        sources = project_sources(project, home)
+        model_name = choose_model(_option(args, "model"), config)
+        setup = AgentSetup(
+            project_dir=project,
+            home=home,
+            config=config,
+            sources=sources,
+            model_name=model_name,
+            model=build_model(model_name, config),
+            sandbox=_option(args, "sandbox") or config.sandbox,
+            auto_approve=_auto_approved(args),
+        )
+        if json_output:  # the JSON goes to stdout; progress goes to stderr
+            display: Any = PlainDisplay(sys.stderr)
+        else:
+            display = make_display(bool(_option(args, "plain")))
+        subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
+        session = Session(setup, threads_db_path(project, home), display)
+    except (ConfigError, ModelSetupError, RuntimeError) as error:
+        raise SetupError(str(error)) from error
+    return session
+
+
+class SetupError(Exception):
+    """The command cannot start; the message says why and what to do."""
+
+
+def _thread_for(args: argparse.Namespace, session: Any) -> tuple[str, bool]:
+    """The thread to use and whether it already existed."""
+    thread = _option(args, "thread")
+    if thread:
+        return thread, session.threads.get(thread) is not None
+    if _option(args, "resume"):
+        latest = session.threads.latest()
+        if latest is None:
+            raise SetupError("there is no thread to resume yet; start one with `fathom`")
+        return latest.thread_id, True
+    return session.threads.new_thread_id(), False
+
+
+def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
+    from fathom.cli.session import message_text
+
+    messages = []
+    for message in result.values.get("messages", []):
+        item: dict[str, Any] = {"role": message.type, "content": message_text(message)}
+        if getattr(message, "tool_calls", None):
+            item["tool_calls"] = [
+                {"name": call["name"], "args": call["args"], "id": call.get("id")}
+                for call in message.tool_calls
+            ]
+        if message.type == "tool":
+            item["name"] = message.name
+            item["tool_call_id"] = message.tool_call_id
+        messages.append(item)
+    totals = result.usage.totals()
+    return {
+        "thread_id": thread_id,
+        "status": result.status,
+        "detail": result.detail,
+        "answer": result.answer,
+        "todos": result.values.get("todos", []),
+        "files": sorted(result.values.get("files", {}) or {}),
+        "messages": messages,
+        "pending_approvals": [
+            {"interrupt_id": a.interrupt_id, "action_requests": a.action_requests}
+            for a in result.approvals
+        ],
+        "usage": {
+            "model_calls": sum(t.calls for t in totals.values()),
+            "input_tokens": sum(t.input_tokens for t in totals.values()),
+            "output_tokens": sum(t.output_tokens for t in totals.values()),
+            "by_agent": {
+                name: {"calls": t.calls, "input_tokens": t.input_tokens,
+                       "output_tokens": t.output_tokens}
+                for name, t in totals.items()
+            },
+        },
+    }
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    json_output = bool(args.json)
+    try:
+        session = _session(args, json_output=json_output)
+        thread_id, _ = _thread_for(args, session)
+    except SetupError as error:
+        return _fail(str(error))
+    result = session.run(thread_id, args.task)
+    if json_output:
+        print(json.dumps(_state_json(thread_id, result), ensure_ascii=False, default=str))
+    elif result.answer and result.status == "done":
+        print(result.answer)
+    if result.status == "approval":
+        names = ", ".join(r.get("name", "?") for a in result.approvals for r in a.action_requests)
+        print(
+            f"waiting for approval of {names} on thread {thread_id}. Answer it with "
+            f"`fathom --thread {thread_id}`, or allow it up front with --auto-approve.",
+            file=sys.stderr,
+        )
+        return EXIT_APPROVAL
+    return {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(result.status, EXIT_FAILED)
+
+
+def _threads_command(args: argparse.Namespace) -> int:
+    from fathom.cli.threads import ThreadIndex, threads_db_path
+
+    project = _project(args)
+    index = ThreadIndex(threads_db_path(project, Path.home()))
+    threads = index.list()
+    if not threads:
+        print("no threads yet in this project; start one with `fathom`")
+        return EXIT_OK
+    print(f"{'thread':<10} {'last used':<17} {'model':<28} first message")
+    for info in threads:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
+        title = info.title if len(info.title) <= 60 else info.title[:59] + "…"
+        print(f"{info.thread_id:<10} {when:<17} {info.model:<28} {title}")
+    return EXIT_OK
+
+
+HELP = "commands: /threads  /new (start a new thread)  /exit (or Ctrl-D).  Ctrl-C stops a run."
+
+
+def _answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
+    """Ask about pending approvals and resume until the turn ends another way."""
+    from fathom.cli.approvals import ask_decisions
+
+    result = None
+    while approvals:
+        session.display.pause()
+        try:
+            resume = ask_decisions(approvals, editor=os.environ.get("EDITOR"))
+        except (KeyboardInterrupt, EOFError):
+            print("\napproval left pending; it is asked again when you continue this thread")
+            return result
+        result = session.run(thread_id, resume=resume)
+        approvals = result.approvals if result.status == "approval" else []
+    return result
+
+
+def _interactive(args: argparse.Namespace) -> int:
+    try:
+        session = _session(args)
+        thread_id, existed = _thread_for(args, session)
+    except SetupError as error:
+        return _fail(str(error))
+    state = "resumed" if existed else "new"
+    print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
+          f"{session.setup.project_dir}")
+    print(HELP)
+    if existed:
+        pending = session.pending(thread_id)
+        if pending:
+            _answer_approvals(session, thread_id, pending)
+    while True:
+        session.display.pause()
+        try:
+            text = input("› ")
+        except EOFError:
+            print()
+            return EXIT_OK
+        except KeyboardInterrupt:
+            print("\n(Ctrl-D or /exit to leave)")
+            continue
+        text = text.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            return EXIT_OK
+        if text == "/help":
+            print(HELP)
+            continue
+        if text == "/threads":
+            _threads_command(args)
+            continue
+        if text == "/new":
+            thread_id = session.threads.new_thread_id()
+            print(f"new thread {thread_id}")
+            continue
+        result = session.run(thread_id, text)
+        if result.status == "approval":
+            _answer_approvals(session, thread_id, result.approvals)
+
+
+def _demo_command(args: argparse.Namespace) -> int:
+    from fathom.cli.demo import run_demo
+
+    return run_demo(plain=bool(_option(args, "plain")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `fathom` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run_command(args)
+    if args.command == "threads":
+        return _threads_command(args)
+    if args.command == "demo":
+        return _demo_command(args)
+    return _interactive(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
