@@ -17,7 +17,7 @@ test: $(STAMP)
 	$(BIN)/pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 demo: $(STAMP)
-	$(BIN)/python -m fathom.demo
+	$(BIN)/fathom demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples

@@ -80,8 +80,13 @@ Event = TextDelta | ToolStarted | ToolFinished | TodosChanged | ShellOutput
 
 
 def short_text(text: str, limit: int = 100) -> str:
-    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis."""
+    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis.
+
+    Tabs (as in `read_file`'s numbered lines) become single spaces, so terminals do not
+    expand them past the cut.
+    """
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = " ".join(line.split("\t"))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -101,7 +106,8 @@ def _message_text(message: BaseMessage) -> str:
 
 
 class EventTranslator:
-    """Turns `(namespace, mode, data)` stream items into `Event`s; one per run."""
+    """Turns `(namespace, mode, data)` stream items into `Event`s; one per thread, so
+    messages already shown in an earlier run of the thread are not shown again."""
 
     def __init__(self) -> None:
         self._lanes: dict[str, str] = {}  # namespace root -> task call id
@@ -156,7 +162,10 @@ class EventTranslator:
     def _message(self, lane: Lane, message: Any) -> Iterator[Event]:
         if not isinstance(message, BaseMessage):
             return
-        key = f"{lane}:{message.id}" if message.id else None
+        # The same message comes back when a run resumes after an approval; an edited call
+        # keeps the message id but changes the arguments, so it is shown again.
+        calls = json.dumps(getattr(message, "tool_calls", None), sort_keys=True, default=str)
+        key = f"{lane}:{message.id}:{calls}" if message.id else None
         if key is not None:
             if key in self._seen:
                 return

@@ -105,6 +105,7 @@ class Session:
         # One event loop for the whole session: model clients (httpx) bind to the loop they
         # first ran on, so a loop per turn would break the second turn.
         self._runner = asyncio.Runner()
+        self._translators: dict[str, EventTranslator] = {}
 
     def close(self) -> None:
         """Close the session's event loop."""
@@ -151,7 +152,8 @@ class Session:
                                      usage=usage)
             status: RunStatus = "done"
             detail = ""
-            stream = asyncio.ensure_future(self._stream(agent, payload, config))
+            translator = self._translators.setdefault(thread_id, EventTranslator())
+            stream = asyncio.ensure_future(self._stream(agent, payload, config, translator))
             loop = asyncio.get_running_loop()
             with _cancel_on_sigint(loop, stream):
                 try:
@@ -175,8 +177,9 @@ class Session:
                                project=self.setup.project_dir)
         return result
 
-    async def _stream(self, agent: Any, payload: Any, config: dict[str, Any]) -> None:
-        translator = EventTranslator()
+    async def _stream(
+        self, agent: Any, payload: Any, config: dict[str, Any], translator: EventTranslator
+    ) -> None:
         async for namespace, mode, data in agent.astream(
             payload, config, stream_mode=["updates", "messages", "custom"], subgraphs=True
         ):
