@@ -197,6 +197,10 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
                     f"{', '.join(unknown)}; available: {', '.join(sorted(known))}"
                 )
             spec["middleware"] = [AllowedToolsMiddleware(names)]
+            # A call it may not make is refused, so it should not wait for an approval first.
+            spec["interrupt_on"] = {
+                tool: False for tool in setup.approvals() if tool not in names
+            }
         specs.append(spec)
     return specs
 
