@@ -88,3 +88,32 @@ class AgentUsage(BaseCallbackHandler):
         """A copy of the totals so far, by agent name."""
         with self._lock:
             return {name: AgentTotals(**vars(t)) for name, t in self._totals.items()}
+
+    def total(self) -> AgentTotals:
+        """Calls and tokens of all agents together."""
+        overall = AgentTotals()
+        for totals in self.totals().values():
+            overall.calls += totals.calls
+            overall.input_tokens += totals.input_tokens
+            overall.output_tokens += totals.output_tokens
+        return overall
+
+    def report(self) -> str:
+        """A plain-text table: model calls and tokens per agent, then the total.
+
+        Agents are listed in the order they first called a model.
+        """
+        rows = [(name, t.calls, t.input_tokens, t.output_tokens, t.total_tokens)
+                for name, t in self.totals().items()]
+        overall = self.total()
+        rows.append(("total", overall.calls, overall.input_tokens, overall.output_tokens,
+                     overall.total_tokens))
+        width = max(len("agent"), *(len(row[0]) for row in rows))
+        header = f"{'agent':<{width}}  {'calls':>5}  {'input':>9}  {'output':>9}  {'tokens':>9}"
+        lines = [header, "-" * len(header)]
+        for name, calls, tokens_in, tokens_out, tokens in rows:
+            if name == "total":
+                lines.append("-" * len(header))
+            lines.append(f"{name:<{width}}  {calls:>5}  {tokens_in:>9,}  {tokens_out:>9,}  "
+                         f"{tokens:>9,}")
+        return "\n".join(lines)
