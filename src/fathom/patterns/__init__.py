@@ -1,0 +1,1 @@
+"""Multi-agent patterns: handoffs, router, workflow and dynamic orchestration."""
