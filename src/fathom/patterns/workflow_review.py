@@ -1,0 +1,174 @@
+"""The checker and reporter nodes: judge the round's results, then answer the user.
+
+The checker answers with a validated `CheckVerdict`. A pass goes to the reporter; a fail
+with rounds left drops the rejected (and unsuccessful) results and goes back to the
+planner; a fail in the last round, or no valid verdict at all, goes to the reporter with
+that status. The reporter writes plain text for the user whatever the outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+
+from fathom.patterns.workflow_contracts import CheckVerdict
+from fathom.patterns.workflow_prompts import checker_messages, reporter_messages
+from fathom.patterns.workflow_state import WorkflowState, emitter
+from fathom.patterns.workflow_structured import (
+    StructuredCall,
+    StructuredOutputError,
+    named_config,
+)
+
+__all__ = ["CheckerNode", "ReporterNode"]
+
+
+class CheckerNode:
+    """The `checker` node and the route after it.
+
+    Args:
+        model: The checker model.
+        max_rounds: Checks allowed before a failing run ends with status `max_rounds`.
+        attempts: Answers to ask for before giving up.
+    """
+
+    def __init__(self, model: BaseChatModel, *, max_rounds: int, attempts: int) -> None:
+        self.max_rounds = max_rounds
+        self.checker = StructuredCall(model, CheckVerdict, agent_name="checker", attempts=attempts)
+
+    def _checker_call(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
+        emit = emitter()
+        round_number = state.get("round", 0) + 1
+        emit("check_thinking", f"checking round {round_number}", round=round_number)
+        results = state.get("results") or {}
+        messages = checker_messages(
+            request=state["request"],
+            clarifications=state.get("clarifications") or [],
+            tasks=state.get("tasks") or {},
+            results=results,
+        )
+
+        def validate(verdict: CheckVerdict) -> list[str]:
+            problems = [
+                f"failed_task_ids: unknown task {tid!r}"
+                for tid in verdict.failed_task_ids
+                if tid not in results
+            ]
+            if verdict.passed and verdict.failed_task_ids:
+                problems.append("passed is true but failed_task_ids is not empty")
+            if not verdict.passed and not verdict.feedback.strip():
+                problems.append("passed is false but feedback is empty")
+            return problems
+
+        def on_invalid(attempt: int, problems: list[str]) -> None:
+            emit("check_invalid", f"verdict rejected (try {attempt})", problems=problems)
+
+        return messages, {"validate": validate, "on_invalid": on_invalid}
+
+    def check(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
+        """Judge this round's results against the request."""
+        messages, checks = self._checker_call(state)
+        try:
+            verdict = self.checker.invoke(messages, config, **checks)
+        except StructuredOutputError as error:
+            return self._check_failed(state, error)
+        return self._judged(state, verdict)
+
+    async def acheck(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
+        """Async `check`."""
+        messages, checks = self._checker_call(state)
+        try:
+            verdict = await self.checker.ainvoke(messages, config, **checks)
+        except StructuredOutputError as error:
+            return self._check_failed(state, error)
+        return self._judged(state, verdict)
+
+    def _check_failed(self, state: WorkflowState, error: StructuredOutputError) -> dict[str, Any]:
+        emitter()("check_done", "no valid verdict", passed=False, error=str(error))
+        return {
+            "round": state.get("round", 0) + 1,
+            "status": "failed",
+            "errors": [*(state.get("errors") or []), f"checker: {error}"],
+        }
+
+    def _judged(self, state: WorkflowState, verdict: CheckVerdict) -> dict[str, Any]:
+        round_number = state.get("round", 0) + 1
+        results = state.get("results") or {}
+        update: dict[str, Any] = {"round": round_number, "verdict": verdict}
+        if verdict.passed:
+            update["status"] = "passed"
+        elif round_number >= self.max_rounds:
+            update["status"] = "max_rounds"
+        else:
+            drop = set(verdict.failed_task_ids) | {
+                tid for tid, result in results.items() if result.status != "ok"
+            }
+            update.update(
+                status="running",
+                results=dict.fromkeys(drop),
+                redo=[results[tid] for tid in results if tid in drop],
+            )
+        emitter()(
+            "check_done",
+            "check passed" if verdict.passed else f"check failed: {verdict.feedback}",
+            passed=verdict.passed,
+            feedback=verdict.feedback,
+            failed_task_ids=verdict.failed_task_ids,
+            round=round_number,
+            status=update["status"],
+        )
+        return update
+
+    def route_after_check(self, state: WorkflowState) -> str:
+        """A failed check with rounds left goes back to the planner; anything else reports."""
+        return "planner" if state.get("status") == "running" else "reporter"
+
+
+class ReporterNode:
+    """The `reporter` node: one plain-text call, tagged `lc_agent_name="reporter"`."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.reporter = model
+
+    def _reporter_call(self, state: WorkflowState) -> tuple[list[Any], str]:
+        status = state.get("status", "running")
+        if status == "running":
+            status = "chat"
+        emitter()("report_thinking", "writing the report", status=status)
+        verdict = state.get("verdict")
+        messages = reporter_messages(
+            request=state["request"],
+            clarifications=state.get("clarifications") or [],
+            results=state.get("results") or {},
+            status=status,
+            errors=state.get("errors") or [],
+            feedback=verdict.feedback if verdict is not None else "",
+        )
+        return messages, status
+
+    @staticmethod
+    def _reported(state: WorkflowState, answer: Any, status: str) -> dict[str, Any]:
+        text = str(answer.text) if isinstance(answer, AIMessage) else str(answer)
+        emit = emitter()
+        emit("report_done", "report written", chars=len(text))
+        emit("done", f"done: {status}", status=status, rounds=state.get("round", 0))
+        return {
+            "report": text,
+            "status": status,
+            "messages": [AIMessage(content=text, name="reporter")],
+        }
+
+    def report(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
+        """Write the answer to the user."""
+        messages, status = self._reporter_call(state)
+        answer = self.reporter.invoke(messages, named_config(config, "reporter"))
+        return self._reported(state, answer, status)
+
+    async def areport(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
+        """Async `report`."""
+        messages, status = self._reporter_call(state)
+        answer = await self.reporter.ainvoke(messages, named_config(config, "reporter"))
+        return self._reported(state, answer, status)

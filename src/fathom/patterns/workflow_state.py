@@ -1,0 +1,122 @@
+"""The state of the plan → work → check → report workflow, and its progress events.
+
+The state holds typed pydantic objects (plans, tasks, results, verdicts); parallel
+workers' results merge by task id through `merge_results`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.config import get_stream_writer
+from langgraph.graph.message import add_messages
+from pydantic import BaseModel
+
+from fathom.patterns.workflow_contracts import (
+    CheckVerdict,
+    Clarification,
+    Plan,
+    SubTask,
+    TaskResult,
+)
+from fathom.patterns.workflow_workers import Emit
+
+__all__ = [
+    "CHECKPOINT_TYPES",
+    "WorkflowInput",
+    "WorkflowState",
+    "WorkflowStatus",
+    "emitter",
+    "kept_results",
+    "merge_results",
+]
+
+WorkflowStatus = Literal["running", "passed", "chat", "max_rounds", "failed"]
+"""`running` until the reporter; then `passed`, `chat` (nothing to do), `max_rounds` (the
+check never passed) or `failed` (a model gave no valid answer, or nothing could run)."""
+
+CHECKPOINT_TYPES: tuple[type[BaseModel], ...] = (
+    CheckVerdict,
+    Clarification,
+    Plan,
+    SubTask,
+    TaskResult,
+)
+"""The pydantic types the workflow keeps in its state. LangGraph allows them in strict
+mode (they are in the state schema) and otherwise logs a one-time warning per type; to
+allow them explicitly, build the checkpointer with
+`serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)`."""
+
+
+def merge_results(
+    left: dict[str, TaskResult] | None, right: dict[str, TaskResult | None] | None
+) -> dict[str, TaskResult]:
+    """Reducer for `results`: parallel workers' results merge by task id; `None` removes one."""
+    merged = dict(left or {})
+    for task_id, result in (right or {}).items():
+        if result is None:
+            merged.pop(task_id, None)
+        else:
+            merged[task_id] = result
+    return merged
+
+
+class WorkflowInput(TypedDict, total=False):
+    """What the workflow is invoked with: a `request`, or `messages` ending in the user's."""
+
+    request: str
+    messages: list[AnyMessage]
+
+
+class WorkflowState(TypedDict, total=False):
+    """The workflow's state (its channels); every field is reset when a new request starts.
+
+    Attributes:
+        messages: The conversation: each request and each report.
+        request: The request being worked on.
+        clarifications: Questions asked of the user and the answers.
+        plan: The planner's latest plan, as it answered.
+        tasks: Every task planned in this run, by id, with the dependencies code added.
+        waves: The current round's tasks in waves; `wave` is the next one to run.
+        wave: Index into `waves`.
+        results: The current result of every task, by id (completed ones kept across
+            rounds; those the checker rejected are removed).
+        redo: The results the last check rejected.
+        round: Checks done so far.
+        verdict: The last check's verdict.
+        status: See `WorkflowStatus`.
+        errors: Why work was rejected, skipped or not done.
+        report: The reporter's answer.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    request: str
+    clarifications: list[Clarification]
+    plan: Plan | None
+    tasks: dict[str, SubTask]
+    waves: list[list[str]]
+    wave: int
+    results: Annotated[dict[str, TaskResult], merge_results]
+    redo: list[TaskResult]
+    round: int
+    verdict: CheckVerdict | None
+    status: WorkflowStatus
+    errors: list[str]
+    report: str
+
+
+def kept_results(state: Mapping[str, Any]) -> dict[str, TaskResult]:
+    """The results that succeeded and were not rejected by a check: kept across rounds."""
+    return {k: r for k, r in (state.get("results") or {}).items() if r.status == "ok"}
+
+
+def emitter() -> Emit:
+    """An `Emit` that writes `{"event", "msg", "data"}` to the graph's custom stream."""
+    writer = get_stream_writer()
+
+    def emit(event: str, msg: str, **data: Any) -> None:
+        writer({"event": event, "msg": msg, "data": data})
+
+    return emit
