@@ -1,18 +1,47 @@
-"""fathom: a harness for long-running (deep) agents on LangChain and LangGraph."""
+"""fathom: a harness for long-running (deep) agents on LangChain and LangGraph.
 
-from fathom.agent import create_deep_agent
-from fathom.backends import BackendProtocol, StateBackend, create_file_data
-from fathom.middleware import (
-    FilesystemMiddleware,
-    HumanInTheLoopMiddleware,
-    PatchToolCallsMiddleware,
-    PlanningMiddleware,
-)
-from fathom.middleware.human_in_the_loop import InterruptOnConfig
-from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
-from fathom.models import ModelNotConfiguredError, resolve_model
-from fathom.permissions import FilesystemPermission
-from fathom.prompt import PromptSection
+The public names below are imported on first use, so `import fathom` (and the `fathom`
+command's `--help`) does not load LangChain and LangGraph until they are needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fathom.agent import create_deep_agent
+    from fathom.backends import BackendProtocol, StateBackend, create_file_data
+    from fathom.middleware import (
+        FilesystemMiddleware,
+        HumanInTheLoopMiddleware,
+        PatchToolCallsMiddleware,
+        PlanningMiddleware,
+    )
+    from fathom.middleware.human_in_the_loop import InterruptOnConfig
+    from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
+    from fathom.models import ModelNotConfiguredError, resolve_model
+    from fathom.permissions import FilesystemPermission
+    from fathom.prompt import PromptSection
+
+_WHERE = {
+    "create_deep_agent": "fathom.agent",
+    "BackendProtocol": "fathom.backends",
+    "StateBackend": "fathom.backends",
+    "create_file_data": "fathom.backends",
+    "FilesystemMiddleware": "fathom.middleware",
+    "HumanInTheLoopMiddleware": "fathom.middleware",
+    "PatchToolCallsMiddleware": "fathom.middleware",
+    "PlanningMiddleware": "fathom.middleware",
+    "InterruptOnConfig": "fathom.middleware.human_in_the_loop",
+    "CompiledSubAgent": "fathom.middleware.subagents",
+    "SubAgent": "fathom.middleware.subagents",
+    "SubAgentMiddleware": "fathom.middleware.subagents",
+    "ModelNotConfiguredError": "fathom.models",
+    "resolve_model": "fathom.models",
+    "FilesystemPermission": "fathom.permissions",
+    "PromptSection": "fathom.prompt",
+}
 
 __all__ = [
     "BackendProtocol",
@@ -34,3 +63,16 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fathom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

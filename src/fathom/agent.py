@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -62,7 +63,14 @@ def _initial_system_message(system_prompt: str | SystemMessage | None) -> Assemb
 
 
 def _prompt_caching_middleware() -> list[AgentMiddleware]:
-    """Anthropic prompt caching when langchain-anthropic is installed; a no-op elsewhere."""
+    """Anthropic prompt caching when the agent may use an Anthropic model; none otherwise.
+
+    A `ChatAnthropic` instance can only exist once `langchain_anthropic` has been imported
+    (models are resolved before their middleware is built), so when it has not been, the
+    middleware would be a no-op and importing the package (about a second) is skipped.
+    """
+    if "langchain_anthropic" not in sys.modules:
+        return []
     try:
         from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
     except ImportError:

@@ -195,6 +195,14 @@ def _run_command(args: argparse.Namespace) -> int:
         thread_id, _ = _thread_for(args, session)
     except SetupError as error:
         return _fail(str(error))
+    pending = session.pending(thread_id)
+    if pending:
+        names = ", ".join(r.get("name", "?") for a in pending for r in a.action_requests)
+        return _fail(
+            f"thread {thread_id} is waiting for approval of {names}; answer it with "
+            f"`fathom --thread {thread_id}` before sending it more work",
+            EXIT_APPROVAL,
+        )
     result = session.run(thread_id, args.task)
     if json_output:
         print(json.dumps(_state_json(thread_id, result), ensure_ascii=False, default=str))
@@ -287,6 +295,13 @@ def _interactive(args: argparse.Namespace) -> int:
             thread_id = session.threads.new_thread_id()
             print(f"new thread {thread_id}")
             continue
+        pending = session.pending(thread_id)
+        if pending:  # e.g. left by Ctrl-C at the approval prompt: answer it first
+            print("an approval from the last run is still waiting; answer it first")
+            _answer_approvals(session, thread_id, pending)
+            if session.pending(thread_id):
+                print("your message was not sent; it goes once the approval is answered")
+                continue
         result = session.run(thread_id, text)
         if result.status == "approval":
             _answer_approvals(session, thread_id, result.approvals)
