@@ -36,6 +36,7 @@ bench: $(STAMP) $(REF_STAMP)
 	$(BIN)/python benchmarks/checkpoint_growth.py
 	$(BIN)/python benchmarks/long_run.py
 	$(BIN)/python benchmarks/sandbox.py
+	$(BIN)/python benchmarks/patterns.py
 
 clean:
 	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info
