@@ -113,16 +113,6 @@ def words(count: int, lead: str = "") -> str:
 # --------------------------------------------------------------------------- token model
 
 
-def _text(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return " ".join(
-        part if isinstance(part, str) else str(part.get("text", ""))
-        for part in message.content
-        if isinstance(part, str) or part.get("type") == "text"
-    )
-
-
 def _word_count(text: str) -> int:
     return len(text.split())
 
@@ -139,12 +129,12 @@ def _call_cost(call: dict[str, Any]) -> int:
 def notes_tokens(message: BaseMessage) -> int:
     """Tokens of one message under the notes' token model (see the module docstring)."""
     if isinstance(message, SystemMessage | ToolMessage):
-        return _word_count(_text(message))
+        return _word_count(message.text)
     if isinstance(message, HumanMessage):
-        return max(USER, _word_count(_text(message)))
+        return max(USER, _word_count(message.text))
     if isinstance(message, AIMessage):
-        return _word_count(_text(message)) + sum(_call_cost(c) for c in message.tool_calls)
-    return _word_count(_text(message))
+        return _word_count(message.text) + sum(_call_cost(c) for c in message.tool_calls)
+    return _word_count(message.text)
 
 
 @dataclass
@@ -170,14 +160,9 @@ def measure(models: Iterable[ScriptedModel], seconds: float, latency: float) -> 
 # --------------------------------------------------------------------------- policies
 
 
-def _since_human(request: ScriptRequest) -> list[BaseMessage]:
-    last = max((i for i, m in enumerate(request.messages) if m.type == "human"), default=-1)
-    return request.messages[last + 1 :]
-
-
 def _results(request: ScriptRequest, name: str | None = None) -> list[ToolMessage]:
     return [
-        m for m in _since_human(request)
+        m for m in request.turn_messages
         if isinstance(m, ToolMessage) and (name is None or m.name == name)
     ]
 

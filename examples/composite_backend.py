@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
 from fathom import create_deep_agent
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
@@ -63,21 +63,10 @@ PLANS: dict[str, list[ToolCall]] = {
 }
 
 
-def turn_results(request: ScriptRequest) -> list[ToolMessage]:
-    """The tool results since the last user message."""
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
-
-
 def plan_policy(request: ScriptRequest) -> AIMessage:
     """Make the calls the request needs, one after another, then report what they said."""
     plan = PLANS[request.last_human_text]
-    done = turn_results(request)
+    done = request.turn_results
     if len(done) < len(plan):
         return ai("", plan[len(done)])
     return ai("\n".join(f"{m.name}: {m.content}" for m in done))

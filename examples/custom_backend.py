@@ -26,7 +26,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall
 
 from fathom import create_deep_agent
 from fathom.backends.globbing import GlobError, glob_matches
@@ -216,21 +216,10 @@ PLANS: dict[str, list[ToolCall]] = {
 }
 
 
-def turn_results(request: ScriptRequest) -> list[ToolMessage]:
-    """The tool results since the last user message."""
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
-
-
 def plan_policy(request: ScriptRequest) -> AIMessage:
     """Make the calls the request needs, one after another, then say how many failed."""
     plan = PLANS[request.last_human_text]
-    done = turn_results(request)
+    done = request.turn_results
     if len(done) < len(plan):
         return ai("", plan[len(done)])
     failed = sum(m.status == "error" for m in done)
@@ -242,7 +231,7 @@ def model() -> ScriptedModel:
 
 
 def show(state: dict[str, Any]) -> None:
-    for result in turn_results(ScriptRequest(state["messages"], [], 0)):
+    for result in ScriptRequest(state["messages"], [], 0).turn_results:
         status = "error" if result.status == "error" else "ok"
         shown = " | ".join(line.strip() for line in str(result.content).splitlines())
         print(f"  {result.name} -> {status}: {shown.replace(chr(9), ' ')}")

@@ -34,7 +34,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Checkpointer, Command
@@ -165,16 +165,6 @@ def build_assistant(
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
 
-def _results_since_human(request: ScriptRequest) -> list[ToolMessage]:
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
-
-
 def _team(text: str) -> str | None:
     match = re.search(r"\b(design|marketing|sales) team\b", text, re.IGNORECASE)
     return match.group(1).lower() if match else None
@@ -213,7 +203,7 @@ def calendar_policy(request: ScriptRequest) -> AIMessage | str:
     attendees = [f"{team}-team@example.com"] if team else ["team@example.com"]
     title = "Team standup" if "standup" in text.lower() else (
         f"Meeting with the {team} team" if team else "Meeting")
-    results = _results_since_human(request)
+    results = request.turn_results
     create = tool_call("create_calendar_event", {
         "title": title, "start_time": start.isoformat(), "end_time": end.isoformat(),
         "attendees": attendees,
@@ -239,7 +229,7 @@ def calendar_policy(request: ScriptRequest) -> AIMessage | str:
 def email_policy(request: ScriptRequest) -> AIMessage | str:
     """Email agent: send → confirm."""
     text = request.last_human_text
-    results = _results_since_human(request)
+    results = request.turn_results
     if not results:
         team = _team(text)
         to = [f"{team}-team@example.com"] if team else ["team@example.com"]
@@ -257,7 +247,7 @@ def email_policy(request: ScriptRequest) -> AIMessage | str:
 
 def supervisor_policy(request: ScriptRequest) -> AIMessage | str:
     """Supervisor: dispatch to one or both tools, then merge what came back."""
-    results = _results_since_human(request)
+    results = request.turn_results
     if results:
         return "Here is what I did:\n" + "\n".join(f"- {r.text}" for r in results)
     text = request.last_human_text

@@ -220,16 +220,6 @@ def build_agent(
 # --------------------------------------------------------------------------- offline model
 
 
-def _results_since_human(request: ScriptRequest) -> list[ToolMessage]:
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
-
-
 def _loaded_skill(request: ScriptRequest, name: str) -> str | None:
     """The content of skill `name` if a load_skill result for it is in the conversation."""
     header = f"Loaded skill: {name}\n\n"
@@ -262,7 +252,7 @@ def sql_policy(request: ScriptRequest) -> AIMessage | str:
     lowered = question.lower()
     skill = "inventory_management" if re.search(r"stock|warehouse|inventory", lowered) else (
         "sales_analytics")
-    results = _results_since_human(request)
+    results = request.turn_results
     last = results[-1] if results else None
 
     if last is not None and last.name == "run_sql_query":

@@ -7,7 +7,6 @@ sent (system prompt, visible tools, messages).
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 import subprocess
 import sys
@@ -42,17 +41,14 @@ from fathom.patterns.handoffs import (
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
+from .conftest import load_example
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "patterns" / "customer_support.py"
 
 
 def _load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("customer_support_example", EXAMPLE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclass/TypedDict introspection looks the module up
-    spec.loader.exec_module(module)
-    return module
+    return load_example("customer_support")
 
 
 @pytest.fixture(scope="module")

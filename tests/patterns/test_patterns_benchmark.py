@@ -3,7 +3,6 @@ within the notes' bands, parallel patterns on a shorter critical path than seria
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -12,18 +11,15 @@ from types import ModuleType
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from .conftest import load_script
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     sys.path.insert(0, str(BENCHMARKS))  # the script imports its sibling `_harness`
-    spec = importlib.util.spec_from_file_location("patterns_benchmark", BENCHMARKS / "patterns.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "patterns.py", "patterns_benchmark")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ prompt and the question, the synthesizer from the results it is shown.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import operator
 import re
 import subprocess
@@ -37,6 +36,8 @@ from fathom.patterns.router import (
 )
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
+
+from .conftest import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "patterns" / "knowledge_base_router.py"
@@ -573,11 +574,7 @@ def test_an_agent_expert_must_return_messages() -> None:
 
 
 def _load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("knowledge_base_router", EXAMPLE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("knowledge_base_router")
 
 
 def test_example_runs_as_a_script() -> None:

@@ -7,7 +7,6 @@ results since the last user message.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -32,37 +31,18 @@ from fathom.patterns.skills import (
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
+from .conftest import load_example
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_example(name: str) -> ModuleType:
-    """Import examples/patterns/<name>.py under a private module name."""
-    module_name = f"fathom_pattern_example_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    path = ROOT / "examples" / "patterns" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclass and pydantic annotations resolve through it
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name)
 
 
 SQL = _load_example("sql_assistant")
 SKILLS: list[Skill] = SQL.SKILLS
 ORIGINAL = "You are a SQL query assistant that helps users write queries."
-
-
-def since_human(request: ScriptRequest) -> list[ToolMessage]:
-    """The tool results after the last user message."""
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
 
 
 def ask(agent: Any, text: str, thread: str = "t1", **config: Any) -> dict[str, Any]:
@@ -180,7 +160,7 @@ def test_sales_question_loads_the_skill_then_writes_sql_by_its_rules() -> None:
 
 def test_unknown_skill_is_answered_with_the_list_not_an_exception() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if not results:
             return ai("", tool_call("load_skill", {"skill_name": "nope"}))
         return f"Noted: {results[-1].text}"
@@ -208,7 +188,7 @@ def write_sql_query(query: str, vertical: str, runtime: ToolRuntime) -> str:
 
 def gate_policy(request: ScriptRequest) -> AIMessage | str:
     """Try the query; if told to load a skill first, do that and try again."""
-    results = since_human(request)
+    results = request.turn_results
     write = tool_call("write_sql_query", {"query": "SELECT 1", "vertical": "sales_analytics"})
     if not results:
         return ai("", write)
@@ -249,7 +229,7 @@ async def test_requires_gates_a_tool_in_middleware_without_running_it(use_async:
         return f"exported {name}"
 
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         export = tool_call("export_report", {"name": "q2"})
         if not results:
             return ai("", export)
@@ -293,7 +273,7 @@ def test_merge_skill_names_keeps_first_load_order_without_duplicates() -> None:
 
 def load_each_named_policy(request: ScriptRequest) -> AIMessage | str:
     """Load every skill named in the user's message (all in one message), then stop."""
-    if since_human(request):
+    if request.turn_results:
         return "loaded"
     names = re.findall(r"\b(sales_analytics|inventory_management)\b", request.last_human_text)
     return ai("", *(tool_call("load_skill", {"skill_name": n}) for n in names))
@@ -333,7 +313,7 @@ COFFEE: Skill = {
 
 def coffee_policy(request: ScriptRequest) -> AIMessage | str:
     """Load the manual unless it is in the conversation; then buy; then confirm."""
-    results = since_human(request)
+    results = request.turn_results
     if any(r.name == "buy_coffee" for r in results):
         return f"Done: {results[-1].text}"
     manual_loaded = any(
@@ -471,7 +451,7 @@ def test_run_sql_query_refuses_before_the_skill_and_runs_read_only(tmp_path: Pat
     SQL.create_database(db)
 
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if not results:
             return ai("", tool_call("run_sql_query", {
                 "query": "SELECT COUNT(*) AS n FROM customers", "vertical": "sales_analytics"}))

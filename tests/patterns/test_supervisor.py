@@ -8,7 +8,6 @@ architecture, not from a script.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
 import subprocess
 import sys
@@ -38,24 +37,15 @@ from fathom.patterns.supervisor import (
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
+from .conftest import load_example
+
 ROOT = Path(__file__).resolve().parents[2]
 COFFEE_PROMPT = "You are the coffee agent. Order with buy_coffee, then confirm the order."
 
 
-def since_human(request: ScriptRequest) -> list[ToolMessage]:
-    """The tool results after the last user message."""
-    results: list[ToolMessage] = []
-    for message in reversed(request.messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(message)
-    return results[::-1]
-
-
 def coffee_policy(request: ScriptRequest) -> AIMessage | str:
     """Coffee agent: buy, then confirm. Supervisor: delegate, then reply from the result."""
-    results = since_human(request)
+    results = request.turn_results
     if request.has_tool("buy_coffee"):
         if not results:
             return ai("", tool_call("buy_coffee"))
@@ -188,7 +178,7 @@ def test_supervisor_sees_only_wrapper_tools_and_only_the_subagents_answer() -> N
 
 def test_answer_is_the_last_non_empty_ai_text_of_the_subagent() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.has_tool("log_note"):
             if not results:
                 return ai("The answer is 42.", tool_call("log_note", {"note": "42"}))
@@ -216,7 +206,7 @@ def test_subagent_without_any_text_gives_a_clear_placeholder() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
         if request.system_prompt == "mute":
             return ai("")
-        results = since_human(request)
+        results = request.turn_results
         if not results:
             return ai("", tool_call("mute_agent", {"request": "hello"}))
         return results[-1].text
@@ -232,7 +222,7 @@ def test_subagent_without_any_text_gives_a_clear_placeholder() -> None:
 
 def test_with_context_prefixes_the_users_first_message() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.system_prompt == "calendar":
             return f"got: {request.last_human_text}"
         if not results:
@@ -258,7 +248,7 @@ def test_without_context_the_subagent_sees_only_the_request() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
         if request.system_prompt == "calendar":
             return f"got: {request.last_human_text}"
-        results = since_human(request)
+        results = request.turn_results
         if not results:
             return ai("", tool_call("schedule_event", {"request": "Same time tomorrow"}))
         return results[-1].text
@@ -283,7 +273,7 @@ def test_subagent_calls_are_counted_under_its_own_name_or_the_tool_name() -> Non
 
 def test_a_failing_subagent_becomes_an_error_result_for_the_supervisor() -> None:
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.has_tool("explode"):
             return ai("", tool_call("explode"))
         if not results:
@@ -363,7 +353,7 @@ def test_parallel_tool_calls_run_subagents_at_the_same_time() -> None:
         return "met"
 
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.has_tool("meet"):
             return ai("", tool_call("meet")) if not results else f"ok: {results[-1].text}"
         if not results:
@@ -392,7 +382,7 @@ async def test_parallel_tool_calls_run_concurrently_on_the_async_path_too() -> N
         return "met"
 
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.has_tool("meet"):
             return ai("", tool_call("meet")) if not results else f"ok: {results[-1].text}"
         if not results:
@@ -434,7 +424,7 @@ def mail_setup(checkpointer: Any) -> tuple[Any, list[dict[str, Any]]]:
         return f"Email sent to {to} - Subject: {subject}"
 
     def policy(request: ScriptRequest) -> AIMessage | str:
-        results = since_human(request)
+        results = request.turn_results
         if request.has_tool("send_email"):
             if not results:
                 return ai("", tool_call("send_email", {"to": "ops@example.com",
@@ -587,17 +577,7 @@ def test_bad_configuration_is_refused_with_the_fix(build: Any, error: type, mess
 
 
 def _load_example(name: str) -> ModuleType:
-    """Import examples/patterns/<name>.py under a private module name."""
-    module_name = f"fathom_pattern_example_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    path = ROOT / "examples" / "patterns" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclass and pydantic annotations resolve through it
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name)
 
 
 def test_personal_assistant_example_runs_as_a_script() -> None:

@@ -7,7 +7,6 @@ the checker's feedback, the round line), never from how many calls came before.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import re
@@ -37,6 +36,8 @@ from fathom.patterns.workflow import (
 )
 from fathom.testing import RecordedRequest, ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
+
+from .conftest import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "patterns" / "plan_work_check_report.py"
@@ -716,11 +717,7 @@ def test_the_example_runs_as_a_script() -> None:
 
 
 def test_the_example_main_returns_the_run() -> None:
-    spec = importlib.util.spec_from_file_location("plan_work_check_report_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = module.main()
+    result = load_example("plan_work_check_report").main()
     assert result["status"] == "passed"
     assert result["rounds"] == 2
     assert [w for w in result["waves"] if w] == [[["rules", "products"], ["copy"]], [["copy-v2"]]]

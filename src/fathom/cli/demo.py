@@ -55,15 +55,10 @@ READER_PROMPT = "You read the module you are given"
 MODULES = ("/calc/ops.py", "/calc/parse.py")
 
 
-def _since_last_human(request: ScriptRequest) -> list[Any]:
-    last = max(i for i, m in enumerate(request.messages) if m.type == "human")
-    return request.messages[last + 1 :]
-
-
 def _reader(request: ScriptRequest) -> AIMessage:
     """The `reader` subagent: read the module named in its task, list its functions."""
     module = next(m for m in MODULES if m in request.last_human_text)
-    results = [m for m in _since_last_human(request) if isinstance(m, ToolMessage)]
+    results = request.turn_results
     if not results:
         return ai(f"Reading {module}.", tool_call("read_file", {"file_path": module}))
     names = re.findall(r"def (\w+)\(", str(results[-1].content))
@@ -81,7 +76,7 @@ def _todos(done: int) -> list[dict[str, str]]:
 
 def _main(request: ScriptRequest) -> AIMessage:
     """The main agent: plan, delegate, write, edit, report; or answer the follow-up."""
-    recent = _since_last_human(request)
+    recent = request.turn_messages
     calls = [c for m in recent if isinstance(m, AIMessage) for c in m.tool_calls]
     results = [m for m in recent if isinstance(m, ToolMessage)]
     if request.last_human_text == FOLLOW_UP:

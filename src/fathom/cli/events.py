@@ -90,21 +90,6 @@ def short_text(text: str, limit: int = 100) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _message_text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            parts.append(json.dumps(block, default=str))
-    return "".join(parts)
-
-
 class EventTranslator:
     """Turns `(namespace, mode, data)` stream items into `Event`s; one per thread, so
     messages already shown in an earlier run of the thread are not shown again."""
@@ -129,7 +114,7 @@ class EventTranslator:
             chunk, metadata = data
             lane = self._lane(namespace, metadata)
             if isinstance(chunk, AIMessageChunk | AIMessage):
-                text = _message_text(chunk)
+                text = chunk.text
                 if text:
                     yield TextDelta(lane, text)
             return
@@ -178,6 +163,6 @@ class EventTranslator:
                 lane,
                 message.tool_call_id,
                 message.name or "tool",
-                _message_text(message),
+                message.text,
                 is_error=message.status == "error",
             )

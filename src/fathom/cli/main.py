@@ -148,11 +148,9 @@ def _thread_for(args: argparse.Namespace, session: Any) -> tuple[str, bool]:
 
 
 def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
-    from fathom.cli.session import message_text
-
     messages = []
     for message in result.values.get("messages", []):
-        item: dict[str, Any] = {"role": message.type, "content": message_text(message)}
+        item: dict[str, Any] = {"role": message.type, "content": message.text}
         if getattr(message, "tool_calls", None):
             item["tool_calls"] = [
                 {"name": call["name"], "args": call["args"], "id": call.get("id")}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 
 from fathom.cli.build import AgentSetup, build_agent
 from fathom.cli.display import Display, RunStatus
@@ -26,7 +26,7 @@ from fathom.cli.events import EventTranslator
 from fathom.cli.threads import ThreadIndex
 from fathom.usage import AgentUsage
 
-__all__ = ["PendingApproval", "Session", "TurnResult", "message_text"]
+__all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]
 
 RECURSION_LIMIT = 1000
 """Graph steps one turn may take (about 500 model calls) before it stops."""
@@ -53,22 +53,11 @@ class TurnResult:
     usage: AgentUsage = field(default_factory=AgentUsage)
 
 
-def message_text(message: BaseMessage) -> str:
-    """The text of a message whose content may be a string or a list of blocks."""
-    if isinstance(message.content, str):
-        return message.content
-    return "".join(
-        block if isinstance(block, str) else str(block.get("text", ""))
-        for block in message.content
-        if isinstance(block, str) or block.get("type") == "text"
-    )
-
-
 def final_answer(values: dict[str, Any]) -> str:
     """The last non-empty text the main agent wrote."""
     for message in reversed(values.get("messages", [])):
-        if isinstance(message, AIMessage) and message_text(message).strip():
-            return message_text(message)
+        if isinstance(message, AIMessage) and message.text.strip():
+            return message.text
     return ""
 
 

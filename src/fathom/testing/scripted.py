@@ -206,6 +206,19 @@ class ScriptRequest:
                 results.append(message)
         return results[::-1]
 
+    @property
+    def turn_messages(self) -> list[BaseMessage]:
+        """The messages after the last `HumanMessage`: the work of the current turn so far."""
+        for position in range(len(self.messages) - 1, -1, -1):
+            if isinstance(self.messages[position], HumanMessage):
+                return self.messages[position + 1 :]
+        return list(self.messages)
+
+    @property
+    def turn_results(self) -> list[ToolMessage]:
+        """The `ToolMessage`s after the last `HumanMessage`, in order."""
+        return [m for m in self.turn_messages if isinstance(m, ToolMessage)]
+
     def has_tool(self, name: str) -> bool:
         """Whether a tool called `name` is bound to this call."""
         return name in self.tool_names
