@@ -70,7 +70,7 @@ def observe(step: int) -> str:
     return f"step {step}: nothing special, filler text that takes room in the context window"
 
 
-def long_run_policy(steps: int, counters: dict):
+def long_run_policy(steps: int, counters: dict, tool_name: str = "observe"):
     def policy(request):
         last = request.last_human_text or ""
         if last.startswith(SUMMARY_MARK):
@@ -80,7 +80,7 @@ def long_run_policy(steps: int, counters: dict):
             return ai(f"## Facts and decisions\n{fact}## Progress\n- {counters['steps']} steps")
         if counters["steps"] < steps:
             counters["steps"] += 1
-            return ai("", tool_call("observe", {"step": counters["steps"]}))
+            return ai("", tool_call(tool_name, {"step": counters["steps"]}))
         text = "\n".join(str(m.content) for m in request.messages)
         codes = re.findall(r"secret code is (\d+)", text)
         return ai(f"The secret code is {codes[0] if codes else 'unknown'}")
@@ -119,6 +119,31 @@ async def test_a_300_step_run_stays_inside_a_small_window_and_remembers_step_1(m
     summary = messages[0]
     assert summary.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
     assert "4721" in summary.content and ARCHIVE_DIR in summary.content
+
+
+@tool
+def observe_bulky(step: int) -> str:
+    """Observe the world at one step, in detail."""
+    if step == 1:
+        return "the secret code is 4721"
+    return f"step {step}: " + "a long and uneventful reading of every sensor. " * 12
+
+
+def test_a_summary_of_a_long_history_keeps_its_start_and_its_end():
+    """The first summary's transcript is longer than the summary budget (half the window):
+    the middle is cut, the first step and the latest steps are kept."""
+    counters = {"steps": 0, "summaries": 0}
+    policy = long_run_policy(200, counters, "observe_bulky")
+    model = ScriptedModel(policy=policy, profile={"max_input_tokens": 16_000})
+    agent = create_deep_agent(model, [observe_bulky])
+    agent.invoke(USER, {"recursion_limit": 1_000})
+    first = next(r for r in model.requests if r.last_human_text.startswith(SUMMARY_MARK))
+    prompt = first.last_human_text
+    assert "middle part cut" in prompt
+    assert "secret code is 4721" in prompt
+    shown = {int(n) for n in re.findall(r"step (\d+):", prompt)}
+    assert max(shown) >= 40  # the most recent steps before the summary are there
+    assert set(range(2, max(shown))) - shown  # and a stretch of the middle is not
 
 
 def test_a_context_overflow_error_summarizes_and_retries_once():

@@ -326,7 +326,14 @@ class SummarizationMiddleware(AgentMiddleware):
         earlier = [m for m in messages if _is_summary(m)]
         text = _transcript([m for m in messages if not _is_summary(m)])
         if len(text) > budget:
-            text = "[...earlier part cut...]\n" + text[-budget:]
+            # Keep the start (the user's request and the first findings) and the most recent
+            # work; the middle is what the archive is for.
+            head = budget // 4
+            text = (
+                text[:head]
+                + "\n[...middle part cut; the full transcript is in the archive...]\n"
+                + text[-(budget - head) :]
+            )
         previous = "\n\n".join(str(m.content) for m in earlier)
         if previous:
             text = f"(Summary of an even earlier part)\n{previous}\n\n{text}"

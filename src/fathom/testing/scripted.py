@@ -158,29 +158,10 @@ def _preview(message: BaseMessage | None) -> str:
 # --------------------------------------------------------------------------- requests
 
 
-@dataclass(frozen=True)
-class ScriptRequest:
-    """What a script sees for one model call.
-
-    Attributes:
-        messages: The messages as received, including any leading system message.
-        tools: The bound tools in OpenAI format, in bound order (empty if none).
-        index: The 0-based number of this call on the model.
-    """
+class _MessageViews:
+    """Views of `self.messages` shared by `ScriptRequest` and `RecordedRequest`."""
 
     messages: list[BaseMessage]
-    tools: list[dict[str, Any]]
-    index: int
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the bound tools, in bound order."""
-        return [_tool_name(t) for t in self.tools]
-
-    @property
-    def system_prompt(self) -> str | None:
-        """Text of the leading `SystemMessage`, or `None` if there is none."""
-        return _split_system(self.messages)[0]
 
     @property
     def last_message(self) -> BaseMessage | None:
@@ -219,13 +200,38 @@ class ScriptRequest:
         """The `ToolMessage`s after the last `HumanMessage`, in order."""
         return [m for m in self.turn_messages if isinstance(m, ToolMessage)]
 
+
+@dataclass(frozen=True)
+class ScriptRequest(_MessageViews):
+    """What a script sees for one model call.
+
+    Attributes:
+        messages: The messages as received, including any leading system message.
+        tools: The bound tools in OpenAI format, in bound order (empty if none).
+        index: The 0-based number of this call on the model.
+    """
+
+    messages: list[BaseMessage]
+    tools: list[dict[str, Any]]
+    index: int
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the bound tools, in bound order."""
+        return [_tool_name(t) for t in self.tools]
+
+    @property
+    def system_prompt(self) -> str | None:
+        """Text of the leading `SystemMessage`, or `None` if there is none."""
+        return _split_system(self.messages)[0]
+
     def has_tool(self, name: str) -> bool:
         """Whether a tool called `name` is bound to this call."""
         return name in self.tool_names
 
 
 @dataclass(frozen=True)
-class RecordedRequest:
+class RecordedRequest(_MessageViews):
     """A snapshot of one answered model call.
 
     Attributes:
