@@ -32,7 +32,13 @@ $(REF_STAMP):
 	$(REF_VENV)/bin/pip install -q deepagents==0.7.32 langgraph-checkpoint-sqlite
 	touch $(REF_STAMP)
 
-bench: $(STAMP) $(REF_STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,openai,anthropic,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP) $(REF_STAMP)
 	$(BIN)/python benchmarks/checkpoint_growth.py
 	$(BIN)/python benchmarks/long_run.py
 	$(BIN)/python benchmarks/sandbox.py

@@ -10,14 +10,35 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
+import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FATHOM_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 REF_PYTHON = REPO_ROOT / "benchmarks" / ".venv-deepagents" / "bin" / "python"
+
+
+def available_sides(ref_python: Path = REF_PYTHON) -> list[tuple[str, Path]]:
+    """`(side, interpreter)` for fathom, and for deepagents when its environment exists.
+
+    Without the reference environment a note says how to create it, and only fathom runs.
+    """
+    fathom_python = FATHOM_PYTHON if FATHOM_PYTHON.exists() else Path(sys.executable)
+    sides = [("fathom", fathom_python)]
+    if ref_python.exists():
+        sides.append(("deepagents", ref_python))
+    else:
+        print(
+            f"Reference environment not found ({ref_python}); measuring fathom only. "
+            "`make bench` creates it (benchmarks/.venv-deepagents, deepagents==0.7.32).",
+            file=sys.stderr,
+        )
+    return sides
 
 
 class SideFailed(RuntimeError):
@@ -62,4 +83,52 @@ def print_table(
         table.add_column(header, justify="right")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    # Logs and pipes get a wide table rather than Rich's 80-column default.
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the combined benchmark table: a figure for each side.
+
+    `ratio` is deepagents ÷ fathom. With `better="lower"` (sizes, times) a ratio above 1
+    means fathom does better; with `better="higher"` (fractions such as prefix reuse) a
+    ratio below 1 does. A side that cannot do the work has `None`.
+    """
+
+    section: str
+    metric: str
+    unit: str
+    fathom: float | None
+    deepagents: float | None
+    better: Literal["lower", "higher"] = "lower"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """deepagents ÷ fathom, when both sides have a non-zero figure."""
+        if self.fathom in (None, 0) or self.deepagents is None:
+            return None
+        return self.deepagents / self.fathom
+
+    @property
+    def winner(self) -> str:
+        """"fathom", "deepagents", "tie" (within 2 %), or "" when a side is missing."""
+        ratio = self.ratio
+        if ratio is None:
+            return ""
+        if abs(ratio - 1) <= 0.02:
+            return "tie"
+        fathom_better = ratio > 1 if self.better == "lower" else ratio < 1
+        return "fathom" if fathom_better else "deepagents"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as JSON-ready data, ratio and winner included."""
+        return {**asdict(self), "ratio": self.ratio, "winner": self.winner}
+
+
+def median_of(values: Sequence[float]) -> float:
+    """The median of at least one value."""
+    if not values:
+        raise ValueError("median_of needs at least one value")
+    return statistics.median(values)

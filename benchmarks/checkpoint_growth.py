@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import FATHOM_PYTHON, REF_PYTHON, SideFailed, run_worker
+from _harness import REF_PYTHON, Row, SideFailed, available_sides, run_worker
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -225,27 +225,17 @@ def _progress(row: dict[str, Any]) -> None:
     )
 
 
-def drive(sizes: Sequence[int], ref_python: Path) -> int:
-    """Run both sides for every size and print the table; return the exit status."""
-    fathom_python = FATHOM_PYTHON if FATHOM_PYTHON.exists() else Path(sys.executable)
-    sides: list[Side] = ["fathom"]
-    if ref_python.exists():
-        sides.append("deepagents")
-    else:
-        print(
-            f"Reference environment not found ({ref_python}); showing fathom only.\n"
-            "Create it with `make bench` (it builds benchmarks/.venv-deepagents with "
-            "deepagents==0.7.32), or pass --ref-python.",
-            file=sys.stderr,
-        )
+def measure(
+    sizes: Sequence[int], ref_python: Path
+) -> tuple[dict[int, dict[Side, dict[str, Any]]], list[str]]:
+    """Run each available side for every size; the rows by size and side, and the failures."""
     results: dict[int, dict[Side, dict[str, Any]]] = {}
     failures: list[str] = []
-    start = time.perf_counter()
+    sides = available_sides(ref_python)
     with tempfile.TemporaryDirectory(prefix="fathom-bench-") as tmp:
         for n in sizes:
             results[n] = {}
-            for side in sides:
-                python = fathom_python if side == "fathom" else ref_python
+            for side, python in sides:
                 try:
                     row = _run_worker(side, n, python, Path(tmp))
                 except SideFailed as exc:
@@ -254,6 +244,26 @@ def drive(sizes: Sequence[int], ref_python: Path) -> int:
                     continue
                 results[n][side] = row
                 _progress(row)
+    return results, failures
+
+
+def collect(ref_python: Path = REF_PYTHON) -> list[Row]:
+    """Rows for the combined table: stored bytes per byte written at each N."""
+    results, failures = measure(DEFAULT_SIZES, ref_python)
+    if failures:
+        raise SideFailed("\n".join(failures))
+    return [
+        Row("Checkpoint growth", f"bytes stored per byte written, N={n}", "×",
+            _ratio(by_side.get("fathom")), _ratio(by_side.get("deepagents")),
+            note=f"{n} write_file calls of {FILE_BYTES:,} bytes, SqliteSaver")
+        for n, by_side in results.items()
+    ]
+
+
+def drive(sizes: Sequence[int], ref_python: Path) -> int:
+    """Run both sides for every size and print the table; return the exit status."""
+    start = time.perf_counter()
+    results, failures = measure(sizes, ref_python)
     print_table(results)
     print(f"total {time.perf_counter() - start:.1f} s")
     if failures:

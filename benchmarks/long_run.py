@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import FATHOM_PYTHON, REF_PYTHON, SideFailed, run_worker
+from _harness import REF_PYTHON, Row, SideFailed, available_sides, run_worker
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -58,25 +58,26 @@ _CODE = re.compile(r"secret code is (\d+)", re.IGNORECASE)
 # --------------------------------------------------------------------------- worker
 
 
-def observation(step: int) -> str:
-    """What `observe(step)` returns: the secret at `SECRET_STEP`, a ~100-character filler
-    sentence otherwise."""
+def observation(step: int, repeat: int = 1) -> str:
+    """What `observe(step)` returns: the secret at `SECRET_STEP`, otherwise a ~100-character
+    filler sentence, `repeat` times."""
     if step == SECRET_STEP:
         return f"the secret code is {SECRET}"
-    return (
+    sentence = (
         f"Step {step}: the sensors report nothing unusual today; every reading is inside "
         "its normal range so far."
     )
+    return " ".join([sentence] * repeat)
 
 
-def _make_tool() -> Any:
+def _make_tool(repeat: int = 1) -> Any:
     """The `observe` tool as a LangChain `@tool`."""
     from langchain_core.tools import tool
 
     @tool
     def observe(step: int) -> str:
         """Observe the environment at the given step and report what is seen."""
-        return observation(step)
+        return observation(step, repeat)
 
     return observe
 
@@ -139,7 +140,7 @@ def _make_model(steps: int, window: int, counters: dict[str, int]) -> Any:
     return ScriptedModel(policy=policy, profile={"max_input_tokens": window})
 
 
-def run_side(side: Side, steps: int, window: int) -> dict[str, Any]:
+def run_side(side: Side, steps: int, window: int, repeat: int = 1) -> dict[str, Any]:
     """Run one agent of `side` for `steps` observe calls with a `window`-token model.
 
     Returns:
@@ -158,7 +159,7 @@ def run_side(side: Side, steps: int, window: int) -> dict[str, Any]:
 
     counters = {"observe_calls": 0, "summarizations": 0}
     model = _make_model(steps, window, counters)
-    agent = create_deep_agent(model, [_make_tool()])
+    agent = create_deep_agent(model, [_make_tool(repeat)])
     config = {"recursion_limit": 10_000}
     start = time.perf_counter()
     result = agent.invoke(
@@ -190,9 +191,12 @@ def run_side(side: Side, steps: int, window: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- driver
 
 
-def _run_worker(side: Side, steps: int, window: int, python: Path) -> dict[str, Any]:
+def _run_worker(
+    side: Side, steps: int, window: int, repeat: int, python: Path
+) -> dict[str, Any]:
     """Run one worker subprocess and parse its JSON line."""
-    return run_worker(__file__, side, ["--steps", str(steps), "--window", str(window)], python)
+    args = ["--steps", str(steps), "--window", str(window), "--repeat", str(repeat)]
+    return run_worker(__file__, side, args, python)
 
 
 HEADERS = [
@@ -249,32 +253,53 @@ def _progress(row: dict[str, Any]) -> None:
     )
 
 
-def drive(steps: int, window: int, ref_python: Path) -> int:
-    """Run both sides and print the table; return the exit status."""
-    fathom_python = FATHOM_PYTHON if FATHOM_PYTHON.exists() else Path(sys.executable)
-    sides: list[Side] = ["fathom"]
-    if ref_python.exists():
-        sides.append("deepagents")
-    else:
-        print(
-            f"Reference environment not found ({ref_python}); showing fathom only.\n"
-            "Create it with `make bench` (it builds benchmarks/.venv-deepagents with "
-            "deepagents==0.7.32), or pass --ref-python.",
-            file=sys.stderr,
-        )
+def measure(
+    steps: int, window: int, ref_python: Path, repeat: int = 1
+) -> tuple[dict[Side, dict[str, Any]], list[str]]:
+    """Run each available side once; the rows by side, and the failures."""
     results: dict[Side, dict[str, Any]] = {}
     failures: list[str] = []
-    start = time.perf_counter()
-    for side in sides:
-        python = fathom_python if side == "fathom" else ref_python
+    for side, python in available_sides(ref_python):
         try:
-            row = _run_worker(side, steps, window, python)
+            row = _run_worker(side, steps, window, repeat, python)
         except SideFailed as exc:
             failures.append(str(exc))
             print(str(exc), file=sys.stderr, flush=True)
             continue
         results[side] = row
         _progress(row)
+    return results, failures
+
+
+LONG_STEPS, LONG_WINDOW, LONG_REPEAT = 300, 32_000, 4
+"""The combined table's long run: 300 steps of ~400-character observations in 32k tokens."""
+
+
+def collect(ref_python: Path = REF_PYTHON) -> list[Row]:
+    """Rows for the combined table: request sizes over a 300-step run in a 32k window."""
+    results, failures = measure(LONG_STEPS, LONG_WINDOW, ref_python, LONG_REPEAT)
+    if failures:
+        raise SideFailed("\n".join(failures))
+    fathom, ref = results["fathom"], results.get("deepagents")
+    section = f"Long run ({LONG_STEPS} steps, {LONG_WINDOW // 1000}k window)"
+
+    def note(key: str) -> str:
+        parts = [f"{side}: {row['summarizations']} summaries, secret "
+                 f"{'recalled' if row['correct'] else 'lost'}" for side, row in results.items()]
+        return "; ".join(parts) if key == "peak_tokens" else ""
+
+    return [
+        Row(section, "peak request", "tokens", fathom["peak_tokens"],
+            ref["peak_tokens"] if ref else None, note=note("peak_tokens")),
+        Row(section, "mean request", "tokens", fathom["mean_tokens"],
+            ref["mean_tokens"] if ref else None),
+    ]
+
+
+def drive(steps: int, window: int, ref_python: Path, repeat: int = 1) -> int:
+    """Run both sides and print the table; return the exit status."""
+    start = time.perf_counter()
+    results, failures = measure(steps, window, ref_python, repeat)
     if results:
         print_table(results, steps, window)
     print(f"total {time.perf_counter() - start:.1f} s")
@@ -314,6 +339,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the model's declared max_input_tokens (default: %(default)s)",
     )
     parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        help="filler sentences per observation (default: %(default)s)",
+    )
+    parser.add_argument(
         "--ref-python",
         type=Path,
         default=REF_PYTHON,
@@ -321,8 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.side is None:
-        return drive(args.steps, args.window, args.ref_python)
-    print(json.dumps(run_side(args.side, args.steps, args.window)), flush=True)
+        return drive(args.steps, args.window, args.ref_python, args.repeat)
+    print(json.dumps(run_side(args.side, args.steps, args.window, args.repeat)), flush=True)
     return 0
 
 

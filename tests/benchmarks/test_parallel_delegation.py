@@ -1,0 +1,82 @@
+"""The parallel-delegation benchmark's fathom worker, run in-process (no reference venv)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+LATENCY = 0.1
+
+
+def _load() -> ModuleType:
+    """Import `benchmarks/parallel_delegation.py` by path (it imports `_harness`)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    name = "parallel_delegation"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "parallel_delegation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return _load()
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_fathom_runs_the_four_subagents_at_the_same_time(bench: ModuleType, mode: str) -> None:
+    row = bench.run_side("fathom", mode, LATENCY)
+
+    assert row["model_calls"] == 10
+    assert (row["main_calls"], row["subagent_calls"], row["other_calls"]) == (2, 8, 0)
+    assert row["answer"] == "Done: 4 reports received."
+    # Ideal 4 L, serial 10 L; anything near serial means the task calls ran in turn.
+    assert 4 <= row["wall_over_latency"] < 7
+    # The 4 subagents' answers of each turn land together, not 2 L apart.
+    assert row["spread_first_over_latency"] < 1
+    assert row["spread_second_over_latency"] < 1
+
+
+def test_a_wrong_call_count_fails_loudly(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "EXPECTED_CALLS", 11)
+    with pytest.raises(bench.WrongCallCount, match="10 model calls, expected 11"):
+        bench.run_side("fathom", "invoke", 0.01, warmup=False)
+
+
+def test_worker_cli_prints_one_json_line(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = bench.main(["--side", "fathom", "--mode", "invoke", "--latency", "0.01"])
+
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert status == 0 and len(lines) == 1
+    row = json.loads(lines[0])
+    assert (row["side"], row["mode"], row["model_calls"]) == ("fathom", "invoke", 10)
+
+
+def test_rows_take_the_median_and_leave_a_missing_side_empty(bench: ModuleType) -> None:
+    runs = {
+        ("fathom", "invoke"): [{"wall_over_latency": v} for v in (4.5, 4.2, 9.0)],
+        ("fathom", "ainvoke"): [{"wall_over_latency": v} for v in (4.4, 4.3, 4.35)],
+    }
+    rows = bench.to_rows(runs, 0.2, 3)
+
+    assert [r.metric for r in rows] == [
+        "4 parallel subagents, invoke: wall / L",
+        "4 parallel subagents, ainvoke: wall / L",
+    ]
+    assert [r.fathom for r in rows] == [4.5, 4.35]
+    assert all(r.deepagents is None and r.better == "lower" for r in rows)
