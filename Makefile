@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
 
 # Benchmarks: fathom runs in .venv; the reference implementation (deepagents) runs in its own
-# environment, created once. Append further `benchmarks/*.py` lines to the recipe.
+# environment, created once. benchmarks/bench.py lists the two-sided benchmarks it runs.
 REF_VENV := benchmarks/.venv-deepagents
 REF_STAMP := $(REF_VENV)/.installed
 
@@ -38,11 +38,10 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,openai,anthropic,bench]'
 	touch $(BENCH_STAMP)
 
+# One table with both sides (benchmarks/bench.py); then the sandbox's cost per command.
 bench: $(STAMP) $(BENCH_STAMP) $(REF_STAMP)
-	$(BIN)/python benchmarks/checkpoint_growth.py
-	$(BIN)/python benchmarks/long_run.py
+	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/sandbox.py
-	$(BIN)/python benchmarks/patterns.py
 
 clean:
 	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info
