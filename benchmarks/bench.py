@@ -111,10 +111,17 @@ def table_rows(rows: Sequence[Row]) -> list[list[str]]:
 
 
 def fathom_advantage(row: Row) -> float | None:
-    """How many times better fathom does on `row` (above 1: fathom better)."""
-    if row.ratio is None or row.ratio == 0:
+    """How many times better fathom does on `row` (above 1: fathom better; 0 when the
+    reference's figure is 0 and lower is better)."""
+    if row.ratio is None:
         return None
-    return row.ratio if row.better == "lower" else 1 / row.ratio
+    if row.better == "lower":
+        return row.ratio
+    return None if row.ratio == 0 else 1 / row.ratio
+
+
+CHART_FLOOR = 0.1
+"""Bars below this (a reference figure of 0, say) are drawn at it, labelled with the value."""
 
 
 def write_chart(rows: Sequence[Row], path: Path) -> None:
@@ -123,29 +130,45 @@ def write_chart(rows: Sequence[Row], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter
 
-    shown = [(f"{r.section}: {r.metric}", fathom_advantage(r)) for r in rows]
+    shown = [(f"{r.section}: {r.metric} ({r.unit})", fathom_advantage(r)) for r in rows]
     shown = [(label, value) for label, value in shown if value is not None]
     if not shown:
         return
     labels, values = zip(*shown, strict=True)
-    height = max(3.0, 0.32 * len(values) + 1.2)
-    figure, axes = plt.subplots(figsize=(11, height))
-    colours = ["#2a7f62" if v >= 1 else "#b3472d" for v in values]
-    positions = range(len(values))
-    axes.barh(list(positions), values, color=colours)
-    axes.set_yticks(list(positions), labels=labels, fontsize=8)
+    height = max(3.0, 0.32 * len(values) + 1.4)
+    figure, axes = plt.subplots(figsize=(12, height))
+    colours = [
+        "#8a8a8a" if abs(v - 1) <= 0.02 else "#2a7f62" if v > 1 else "#b3472d" for v in values
+    ]
+    positions = list(range(len(values)))
+    drawn = [max(v, CHART_FLOOR) for v in values]
+    # Bars grow from 1× (a tie) towards whichever side does better.
+    axes.barh(positions, [d - 1 for d in drawn], left=1, color=colours)
+    axes.set_yticks(positions, labels=labels, fontsize=8)
     axes.invert_yaxis()
     axes.set_xscale("log")
+    ticks = [0.1, 0.25, 0.5, 1, 2, 4, 8]
+    axes.xaxis.set_major_locator(FixedLocator(ticks))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+    axes.xaxis.set_minor_locator(FixedLocator([]))
+    axes.set_xlim(CHART_FLOOR * 0.9, max(8.0, max(drawn) * 1.3))
     axes.axvline(1, color="black", linewidth=0.8)
-    axes.set_xlabel("how many times better fathom does (deepagents ÷ fathom; "
-                    "inverted where higher is better)")
+    axes.set_xlabel("times better fathom does (deepagents ÷ fathom; inverted where higher is "
+                    "better)\ngreen: fathom better, red: deepagents better, grey: within 2 %")
     axes.set_title("fathom vs deepagents, same scripted model, same run")
-    for position, value in zip(positions, values, strict=True):
-        axes.text(value, position, f" {value:.2f}×", va="center", fontsize=7)
+    for position, value, bar in zip(positions, values, drawn, strict=True):
+        if bar >= 1:
+            axes.text(bar, position, f" {value:.2f}×", va="center", ha="left", fontsize=7)
+        elif bar < 0.7:  # a long bar to the left: label it inside, next to 1×
+            axes.text(0.95, position, f"{value:.2f}× ", va="center", ha="right", fontsize=7,
+                      color="white")
+        else:
+            axes.text(bar, position, f"{value:.2f}× ", va="center", ha="right", fontsize=7)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=110)
     plt.close(figure)
 
 

@@ -7,7 +7,6 @@ checked on those results.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -15,22 +14,11 @@ from typing import Any
 
 import pytest
 
+from .conftest import load_benchmark as _load
+
 BENCH_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _load(name: str) -> ModuleType:
-    """Import `benchmarks/<name>.py` by path (it imports `_harness`, so its folder goes first)."""
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    module_name = f"_bench_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, BENCH_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

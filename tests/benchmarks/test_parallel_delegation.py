@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from .conftest import load_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 LATENCY = 0.1
 
 
 def _load() -> ModuleType:
-    """Import `benchmarks/parallel_delegation.py` by path (it imports `_harness`)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    name = "parallel_delegation"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "parallel_delegation.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("parallel_delegation")
 
 
 @pytest.fixture(scope="module")

@@ -6,29 +6,17 @@ tiktoken with the offline `cl100k_base` encoding (in the `dev` and `bench` extra
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from .conftest import load_benchmark as _load
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _load(name: str) -> ModuleType:
-    """Import `benchmarks/<name>.py` by path (the scripts import `_harness` and each other)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
