@@ -8,6 +8,7 @@ prints. The reference implementation runs in `benchmarks/.venv-deepagents`, with
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -132,3 +133,47 @@ def median_of(values: Sequence[float]) -> float:
     if not values:
         raise ValueError("median_of needs at least one value")
     return statistics.median(values)
+
+
+def side_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line: `--side` (worker mode) and `--ref-python` (driver)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--side", choices=("fathom", "deepagents"),
+                        help="run one side (worker mode)")
+    parser.add_argument(
+        "--ref-python",
+        type=Path,
+        default=REF_PYTHON,
+        help="driver: interpreter with deepagents installed (default: %(default)s)",
+    )
+    return parser
+
+
+def positive_int(text: str) -> int:
+    """An `argparse` type: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an int: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An `argparse` type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """An `argparse` type: comma-separated positive ints, e.g. `50,200`."""
+    values = [positive_int(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"no numbers in {text!r}")
+    return values

@@ -22,7 +22,6 @@ Two modes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -35,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import REF_PYTHON, Row, SideFailed, available_sides, run_worker
+from _harness import REF_PYTHON, Row, SideFailed, available_sides, int_list, run_worker, side_parser
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -275,33 +274,16 @@ def drive(sizes: Sequence[int], ref_python: Path) -> int:
 # --------------------------------------------------------------------------- CLI
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of ints: {text!r}") from exc
-    if not sizes or any(size < 1 for size in sizes):
-        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
-    return sizes
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
+    parser = side_parser(__doc__)
     parser.add_argument("--n", type=int, help="worker: number of files to write")
     parser.add_argument("--db", type=Path, help="worker: SQLite database file to create")
     parser.add_argument(
         "--sizes",
-        type=_sizes,
+        type=int_list,
         default=list(DEFAULT_SIZES),
         help="driver: comma-separated N values (default: 50,100,200,400)",
-    )
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if args.side is None:

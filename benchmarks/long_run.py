@@ -23,7 +23,6 @@ Two modes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -32,7 +31,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import REF_PYTHON, Row, SideFailed, available_sides, run_worker
+from _harness import (
+    REF_PYTHON,
+    Row,
+    SideFailed,
+    available_sides,
+    positive_int,
+    run_worker,
+    side_parser,
+)
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -312,43 +319,26 @@ def drive(steps: int, window: int, ref_python: Path, repeat: int = 1) -> int:
 # --------------------------------------------------------------------------- CLI
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an int: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
+    parser = side_parser(__doc__)
     parser.add_argument(
         "--steps",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_STEPS,
         help="observe calls before the final answer (default: %(default)s)",
     )
     parser.add_argument(
         "--window",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_WINDOW,
         help="the model's declared max_input_tokens (default: %(default)s)",
     )
     parser.add_argument(
         "--repeat",
-        type=_positive,
+        type=positive_int,
         default=1,
         help="filler sentences per observation (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if args.side is None:

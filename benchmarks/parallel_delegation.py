@@ -27,7 +27,6 @@ Two modes:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -36,7 +35,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import FATHOM_PYTHON, REF_PYTHON, Row, SideFailed, median_of, run_worker
+from _harness import (
+    FATHOM_PYTHON,
+    REF_PYTHON,
+    Row,
+    SideFailed,
+    median_of,
+    positive_float,
+    positive_int,
+    run_worker,
+    side_parser,
+)
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -368,51 +377,24 @@ def drive(latency: float, reps: int, ref_python: Path) -> int:
 # --------------------------------------------------------------------------- CLI
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an int: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
+    parser = side_parser(__doc__)
     parser.add_argument("--mode", choices=MODES, default="invoke", help="worker: which path")
     parser.add_argument(
         "--latency",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_LATENCY,
         help="seconds per model call (default: %(default)s)",
     )
     parser.add_argument(
         "--reps",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_REPS,
         help="driver: fresh worker runs per side and mode (default: %(default)s)",
     )
     parser.add_argument(
         "--no-warmup", action="store_true", help="worker: skip the untimed warm-up run"
-    )
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if args.side is None:

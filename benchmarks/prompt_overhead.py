@@ -46,7 +46,6 @@ Two modes, like the other benchmarks:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import sys
@@ -55,7 +54,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import FATHOM_PYTHON, REF_PYTHON, Row, SideFailed, print_table, run_worker
+from _harness import (
+    FATHOM_PYTHON,
+    REF_PYTHON,
+    Row,
+    SideFailed,
+    print_table,
+    run_worker,
+    side_parser,
+)
 
 Side = Literal["fathom", "deepagents"]
 SIDES: tuple[Side, ...] = ("fathom", "deepagents")
@@ -402,14 +409,7 @@ def drive(ref_python: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
-    )
+    parser = side_parser(__doc__)
     args = parser.parse_args(argv)
     if args.side is None:
         return drive(args.ref_python)

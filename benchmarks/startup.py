@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from _harness import FATHOM_PYTHON, REF_PYTHON, Row, SideFailed, median_of, run_worker
+from _harness import FATHOM_PYTHON, REF_PYTHON, Row, SideFailed, median_of, run_worker, side_parser
 from _harness import print_table as _print_table
 
 Side = Literal["fathom", "deepagents"]
@@ -294,8 +294,7 @@ def _count(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
+    parser = side_parser(__doc__)
     parser.add_argument("--reps", type=_count, default=1, help="worker: timed repetitions")
     parser.add_argument("--warmup", action="store_true", help="worker: one untimed run first")
     parser.add_argument(
@@ -303,12 +302,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=_count,
         default=DEFAULT_ROUNDS,
         help="driver: timed rounds per side (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if args.side is not None:

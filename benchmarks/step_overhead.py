@@ -31,7 +31,6 @@ Two modes, as in the other benchmarks:
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import sys
@@ -45,9 +44,12 @@ from _harness import (
     REF_PYTHON,
     Row,
     SideFailed,
+    int_list,
     median_of,
+    positive_int,
     print_table,
     run_worker,
+    side_parser,
 )
 
 Side = Literal["fathom", "deepagents"]
@@ -284,42 +286,21 @@ def show(rows: Sequence[Row], title: str) -> None:
 # --------------------------------------------------------------------------- CLI
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an int: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _sizes(text: str) -> list[int]:
-    return [_positive(part) for part in text.split(",") if part.strip()]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--side", choices=SIDES, help="run one side (worker mode)")
-    parser.add_argument("--steps", type=_positive, default=RSS_STEPS, help="worker: steps")
+    parser = side_parser(__doc__)
+    parser.add_argument("--steps", type=positive_int, default=RSS_STEPS, help="worker: steps")
     parser.add_argument(
         "--sizes",
-        type=_sizes,
+        type=int_list,
         default=list(DEFAULT_SIZES),
         help="driver: comma-separated step counts (default: 50,200)",
     )
     parser.add_argument(
         "--repeats",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_REPEATS,
         help="driver: worker processes per side and size (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--ref-python",
-        type=Path,
-        default=REF_PYTHON,
-        help="driver: interpreter with deepagents installed (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if args.side is not None:
