@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from _harness import (
-    FATHOM_PYTHON,
     REF_PYTHON,
     Row,
     SideFailed,
+    available_sides,
     print_table,
     run_worker,
     side_parser,
@@ -310,18 +310,10 @@ def measure(ref_python: Path) -> dict[Side, dict[str, Any]]:
     Raises:
         SideFailed: If a worker fails.
     """
-    fathom_python = FATHOM_PYTHON if FATHOM_PYTHON.exists() else Path(sys.executable)
     results: dict[Side, dict[str, Any]] = {
-        "fathom": run_worker(__file__, "fathom", [], fathom_python)
+        side: run_worker(__file__, side, [], python)
+        for side, python in available_sides(ref_python)
     }
-    if ref_python.exists():
-        results["deepagents"] = run_worker(__file__, "deepagents", [], ref_python)
-    else:
-        print(
-            f"Reference environment not found ({ref_python}); showing fathom only. "
-            "Create it with `make bench`, or pass --ref-python.",
-            file=sys.stderr,
-        )
     for row in results.values():
         _progress(row)
     return results
