@@ -255,7 +255,8 @@ def test_tasks_of_one_wave_run_in_parallel(use_async: bool) -> None:
     serial = timed_run(1, use_async=use_async)
     parallel = timed_run(None, use_async=use_async)
     assert serial >= 0.6  # three waves of one 0.2 s task
-    assert parallel / serial < 0.6  # one wave of three: about a third
+    # one wave of three takes about a third; serial would be about 1 (loose: shared CPUs)
+    assert parallel / serial < 0.75
 
 
 def test_dependent_tasks_wait_and_receive_their_dependencies_outputs() -> None:
