@@ -13,7 +13,7 @@ name fits the question, reads its SKILL.md and follows it. The skill asks for a 
 tool that this agent does not have (the tutorial gives it none), so the model says so and
 answers from what it knows. The tutorial downloads SKILL.md from GitHub with `urlopen`; here
 `skill_content` is the `langgraph-docs` SKILL.md printed in tutorial section 13.3, kept in
-this file, so nothing goes over the network.
+`examples/skills/langgraph-docs/SKILL.md`, so nothing goes over the network.
 
 Run: `.venv/bin/python examples/skills_state_backend.py`
 """
@@ -21,6 +21,7 @@ Run: `.venv/bin/python examples/skills_state_backend.py`
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -30,44 +31,11 @@ from fathom import create_deep_agent
 from fathom.backends.utils import create_file_data
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
-# The SKILL.md the tutorial fetches (its text as printed in tutorial section 13.3).
-LANGGRAPH_DOCS_SKILL = """---
-name: langgraph-docs
-description: Use this skill for requests related to LangGraph in order to fetch relevant documentation to provide accurate, up-to-date guidance.
----
-
-# langgraph-docs
-
-## Overview
-
-This skill explains how to access LangGraph Python documentation to help answer questions and guide implementation.
-
-## Instructions
-
-### 1. Fetch the Documentation Index
-
-Use the fetch_url tool to read the following URL:
-https://docs.langchain.com/llms.txt
-
-This provides a structured list of all available documentation with descriptions.
-
-### 2. Select Relevant Documentation
-
-Based on the question, identify 2-4 most relevant documentation URLs from the index. Prioritize:
-
-- Specific how-to guides for implementation questions
-- Core concept pages for understanding questions
-- Tutorials for end-to-end examples
-- Reference docs for API details
-
-### 3. Fetch Selected Documentation
-
-Use the fetch_url tool to read the selected documentation URLs.
-
-### 4. Provide Accurate Guidance
-
-After reading the documentation, complete the user's request.
-"""  # noqa: E501
+# The SKILL.md the tutorial fetches (its text as printed in tutorial section 13.3),
+# kept beside the examples in the tutorial's skill-folder layout.
+LANGGRAPH_DOCS_SKILL = (
+    Path(__file__).parent / "skills" / "langgraph-docs" / "SKILL.md"
+).read_text(encoding="utf-8")
 
 LANGGRAPH_ANSWER = (
     "LangGraph is a low-level orchestration framework for building stateful, long-running "
