@@ -484,7 +484,7 @@ def test_write_losing_a_creation_race_keeps_the_other_file(
     real_link = os.link
 
     def racing_link(src: str, dst: str, **kwargs: Any) -> None:
-        Path(dst).write_text("the other writer")
+        (root / "a.txt").write_text("the other writer")  # `dst` is relative to a dir fd
         real_link(src, dst, **kwargs)
 
     monkeypatch.setattr(os, "link", racing_link)
@@ -552,7 +552,7 @@ def test_edit_failing_at_replace_leaves_the_original(
 ) -> None:
     (root / "a.txt").write_text("keep me\n")
 
-    def fail(src: str, dst: str) -> None:
+    def fail(src: str, dst: str, **kwargs: Any) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "replace", fail)
@@ -1004,3 +1004,119 @@ else:
     assert listed == ([] if operation == "write" else ["/target.txt"])
     assert [m["path"] for m in vfs.glob("**").matches] == listed
     assert vfs.grep("new content").matches == []
+
+
+# --------------------------------------------------------------------------- issue 14 small items
+
+
+def _stale_temp(directory: Path, age_seconds: float) -> Path:
+    temp = directory / f".fathom-{os.urandom(8).hex()}.tmp"
+    temp.write_text("half a write")
+    moment = datetime.now(UTC).timestamp() - age_seconds
+    os.utime(temp, (moment, moment))
+    return temp
+
+
+@pytest.mark.parametrize("operation", ["write", "edit", "upload"])
+def test_stale_temp_files_of_killed_writes_are_removed_by_the_next_write(
+    vfs: FilesystemBackend, root: Path, operation: str
+) -> None:
+    from fathom.backends.filesystem import STALE_TEMP_SECONDS
+
+    (root / "sub").mkdir()
+    (root / "sub" / "a.txt").write_text("one\n")
+    stale = _stale_temp(root / "sub", STALE_TEMP_SECONDS + 60)
+    live = _stale_temp(root / "sub", 5)  # a concurrent write may still be filling it
+    elsewhere = _stale_temp(root, STALE_TEMP_SECONDS + 60)  # not in the written directory
+    if operation == "write":
+        assert vfs.write("/sub/b.txt", "two\n").error is None
+    elif operation == "edit":
+        assert vfs.edit("/sub/a.txt", "one", "uno").error is None
+    else:
+        assert vfs._upload_bytes("/sub/a.txt", b"up\n") is None
+    assert not stale.exists()
+    assert live.exists() and elsewhere.exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="changing a file's owner needs root")
+def test_file_owner_is_given_to_everything_the_backend_creates(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    (root / "old.txt").write_text("one\n")
+    vfs.file_owner = (12345, 12346)
+    owned = (12345, 12346)
+    assert vfs.write("/a/b/c.txt", "x").error is None
+    assert vfs.edit("/old.txt", "one", "uno").error is None
+    assert vfs._upload_bytes("/up/d.bin", b"d") is None
+    for made in ("a", "a/b", "a/b/c.txt", "old.txt", "up", "up/d.bin"):
+        st = (root / made).stat()
+        assert (st.st_uid, st.st_gid) == owned, made
+    assert (root / "old.txt").read_text() == "uno\n"
+
+
+def test_without_file_owner_files_keep_this_process_as_owner(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    assert vfs.file_owner is None
+    assert vfs.write("/a/c.txt", "x").error is None
+    assert (root / "a" / "c.txt").stat().st_uid == os.geteuid()
+
+
+def test_an_unconfined_backend_warns_once_when_built(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="fathom.backends.filesystem"):
+        FilesystemBackend(root, virtual_mode=True)
+        assert caplog.records == []
+        backend = FilesystemBackend(root)
+        backend.read("x.txt")
+        backend.ls("")
+    warnings = [r for r in caplog.records if r.name == "fathom.backends.filesystem"]
+    assert len(warnings) == 1
+    assert warnings[0].levelname == "WARNING"
+    assert "unconfined (virtual_mode=False)" in warnings[0].getMessage()
+    assert os.path.realpath(root) in warnings[0].getMessage()
+
+
+def _state_backend() -> BackendProtocol:
+    from types import SimpleNamespace
+
+    from fathom.backends import StateBackend
+
+    return StateBackend(SimpleNamespace(state={"files": {}}))
+
+
+def _store_backend() -> BackendProtocol:
+    from langgraph.store.memory import InMemoryStore
+
+    from fathom.backends import StoreBackend
+
+    return StoreBackend(store=InMemoryStore(), namespace=("t",))
+
+
+@pytest.mark.parametrize("kind", ["state", "store", "filesystem", "real", "composite"])
+@pytest.mark.parametrize("path", ["/newdir/", "/newdir/.", "/a/newdir/..", "newdir/"])
+def test_a_path_naming_a_directory_is_not_written_as_a_file(
+    root: Path, kind: str, path: str
+) -> None:
+    from fathom.backends import CompositeBackend
+
+    backend: Any = {
+        "state": _state_backend,
+        "store": _store_backend,
+        "filesystem": lambda: FilesystemBackend(root, virtual_mode=True),
+        "real": lambda: FilesystemBackend(root),
+        "composite": lambda: CompositeBackend(
+            default=_state_backend(), routes={"/disk/": FilesystemBackend(root, virtual_mode=True)}
+        ),
+    }[kind]()
+    target = "/disk" + path if kind == "composite" and path.startswith("/") else path
+    if kind == "real":
+        target = target.lstrip("/")  # a relative path: an absolute one is the host's
+    result = backend.write(target, "x")
+    assert result.error is not None
+    assert "names a directory, not a file" in result.error
+    assert result.files_update is None
+    assert os.listdir(root) == []
+    inside = "newdir/file.txt" if kind == "real" else "/newdir/file.txt"
+    assert backend.write(inside, "x").error is None  # a file inside is fine

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fathom.backends.globbing import compile_glob, glob_matches
+from fathom.backends.globbing import compile_glob, compile_matcher, glob_matches
 from fathom.backends.paths import PathError, normalize_dir, normalize_path
 
 # --------------------------------------------------------------------------- normalize_path
@@ -113,7 +113,10 @@ def test_normalize_dir_refuses_what_normalize_path_refuses(raw: str) -> None:
 
 
 def _full(pattern: str, path: str) -> bool:
-    return compile_glob(pattern).match(path) is not None
+    """Whether `path` matches, asserting that the regex and the automaton agree on it."""
+    matched = compile_glob(pattern).match(path) is not None
+    assert compile_matcher(pattern).match(path) is matched, (pattern, path)
+    return matched
 
 
 def test_compile_glob_returns_a_regex() -> None:

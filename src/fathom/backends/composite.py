@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any, Self
 
 from fathom.backends.base import BackendBase
-from fathom.backends.globbing import GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends.globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
@@ -201,6 +201,7 @@ class CompositeBackend(BackendBase):
         self, directory: str, pattern: str, results: list[tuple[str, GlobResult]]
     ) -> GlobResult:
         matches: dict[str, FileInfo] = {}
+        budget = GlobBudget()  # bounds the matching work of the merge as a whole
         for prefix, result in results:
             if result.error:
                 if "not found" in result.error:
@@ -210,8 +211,12 @@ class CompositeBackend(BackendBase):
                 outer = self._outer(prefix, entry["path"])
                 if self._shadowed(prefix, outer) or not outer.startswith(directory):
                     continue
-                if glob_matches(pattern, outer[len(directory) :]):
-                    matches[outer] = FileInfo(**{**entry, "path": outer})
+                try:
+                    if not glob_matches(pattern, outer[len(directory) :], budget):
+                        continue
+                except GlobError as error:
+                    return GlobResult(error=str(error))
+                matches[outer] = FileInfo(**{**entry, "path": outer})
         return GlobResult(matches=[matches[key] for key in sorted(matches)])
 
     def _grep_plan(self, path: str | None) -> tuple[str, list[tuple[str, Any, str]]]:
@@ -259,6 +264,7 @@ class CompositeBackend(BackendBase):
     ) -> GrepResult:
         matches: list[GrepMatch] = []
         skipped: list[str] = []
+        budget = GlobBudget()  # bounds the matching work of the merge as a whole
         for prefix, result in results:
             if result.error:
                 if "not found" in result.error:
@@ -269,8 +275,13 @@ class CompositeBackend(BackendBase):
                 if self._shadowed(prefix, outer):
                     continue
                 relative = outer[len(directory) :] if outer.startswith(directory) else ""
-                if glob and "/" in glob and relative and not glob_matches(glob, relative):
-                    continue
+                try:
+                    if glob and "/" in glob and relative and not glob_matches(
+                        glob, relative, budget
+                    ):
+                        continue
+                except GlobError as error:
+                    return GrepResult(error=str(error))
                 matches.append(GrepMatch(path=outer, line=match["line"], text=match["text"]))
             skipped += [
                 outer
@@ -282,9 +293,9 @@ class CompositeBackend(BackendBase):
 
     # -- single files --------------------------------------------------------------------
 
-    def _route_file(self, file_path: str) -> tuple[str, Any, str] | str:
+    def _route_file(self, file_path: str, new_file: bool = False) -> tuple[str, Any, str] | str:
         try:
-            path = normalize_path(file_path)
+            path = (normalize_file_path if new_file else normalize_path)(file_path)
         except PathError as error:
             return str(error)
         prefix, child, inner = self._owner(path)
@@ -318,14 +329,14 @@ class CompositeBackend(BackendBase):
         )
 
     def write(self, file_path: str, content: str) -> WriteResult:
-        routed = self._route_file(file_path)
+        routed = self._route_file(file_path, new_file=True)
         if isinstance(routed, str):
             return WriteResult(error=routed)
         prefix, child, inner = routed
         return self._changed(prefix, child.write(inner, content))
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
-        routed = self._route_file(file_path)
+        routed = self._route_file(file_path, new_file=True)
         if isinstance(routed, str):
             return WriteResult(error=routed)
         prefix, child, inner = routed

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-__all__ = ["PathError", "normalize_dir", "normalize_path"]
+__all__ = [
+    "MAX_PATH_CHARS",
+    "MAX_PATH_DEPTH",
+    "PathError",
+    "normalize_dir",
+    "normalize_file_path",
+    "normalize_path",
+]
+
+MAX_PATH_CHARS = 4096
+"""The longest path accepted, in characters (Linux's `PATH_MAX`)."""
+
+MAX_PATH_DEPTH = 256
+"""The most `/`-separated parts a path may have; deeper paths overflow recursive helpers."""
 
 
 class PathError(ValueError):
@@ -28,6 +41,11 @@ def normalize_path(path: str) -> str:
         )
     if "\\" in raw:
         raise PathError(f"Error: the path {raw!r} contains a backslash. Use '/' as the separator.")
+    if len(raw) > MAX_PATH_CHARS:
+        raise PathError(
+            f"Error: the path is {len(raw)} characters long; the limit is {MAX_PATH_CHARS}. "
+            "Use a shorter path."
+        )
     parts: list[str] = []
     for part in raw.split("/"):
         if part in ("", "."):
@@ -41,6 +59,11 @@ def normalize_path(path: str) -> str:
             parts.pop()
             continue
         parts.append(part)
+    if len(parts) > MAX_PATH_DEPTH:
+        raise PathError(
+            f"Error: the path {raw[:60]!r}... is {len(parts)} parts deep; the limit is "
+            f"{MAX_PATH_DEPTH}. Use a shallower path."
+        )
     return "/" + "/".join(parts)
 
 
@@ -50,3 +73,19 @@ def normalize_dir(path: str | None) -> str:
         return "/"
     normalized = normalize_path(path)
     return normalized if normalized == "/" else normalized + "/"
+
+
+def normalize_file_path(path: str) -> str:
+    """`normalize_path` for a file to be created: a path naming a directory is refused.
+
+    `/newdir/`, `/newdir/.` and `/a/..` name directories; normalising them silently would
+    create a file called `newdir` (or `a`'s parent) instead of what the model asked for.
+    """
+    normalized = normalize_path(path)
+    last = path.strip().rsplit("/", 1)[-1]
+    if last in ("", ".", "..") and normalized != "/":
+        raise PathError(
+            f"Error: the path {path.strip()!r} ends with '{last or '/'}', so it names a "
+            "directory, not a file. Give a file path such as /notes/todo.md."
+        )
+    return normalized

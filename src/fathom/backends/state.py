@@ -9,8 +9,8 @@ from langgraph._internal._constants import CONFIG_KEY_READ
 from langgraph.config import get_config
 
 from fathom.backends.base import BackendBase
-from fathom.backends.globbing import GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends.globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,
@@ -157,10 +157,16 @@ class StateBackend(BackendBase):
             return GrepResult(error=str(error))
         matches: list[GrepMatch] = []
         skipped: list[str] = []
+        budget = GlobBudget()  # bounds the matching work of this whole search
+        try:
+            if glob:
+                glob_matches(glob, "", budget)  # refuse a bad pattern even with no files
+        except GlobError as error:
+            return GrepResult(error=str(error))
         for file_path, data in self._under(directory):
             relative = file_path[len(directory) :] if file_path.startswith(directory) else ""
             try:
-                if glob and relative and not glob_matches(glob, relative):
+                if glob and relative and not glob_matches(glob, relative, budget):
                     continue
             except GlobError as error:
                 return GrepResult(error=str(error))
@@ -178,13 +184,15 @@ class StateBackend(BackendBase):
             directory = normalize_dir(path)
         except PathError as error:
             return GlobResult(error=str(error))
+        budget = GlobBudget()  # bounds the matching work of this whole search
         try:
+            glob_matches(pattern, "", budget)  # refuse a bad pattern even with no files
             return GlobResult(
                 matches=[
                     file_info(file_path, data)
                     for file_path, data in self._under(directory)
                     if file_path.startswith(directory)
-                    and glob_matches(pattern, file_path[len(directory) :])
+                    and glob_matches(pattern, file_path[len(directory) :], budget)
                 ]
             )
         except GlobError as error:
@@ -192,7 +200,7 @@ class StateBackend(BackendBase):
 
     def write(self, file_path: str, content: str) -> WriteResult:
         try:
-            path = normalize_path(file_path)
+            path = normalize_file_path(file_path)
         except PathError as error:
             return WriteResult(error=str(error))
         if path == "/":

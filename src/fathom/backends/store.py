@@ -26,7 +26,7 @@ from typing import Any, Self, TypeVar
 from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
 
 from fathom.backends.base import BackendBase
-from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,
@@ -367,7 +367,7 @@ def _glob_plan(pattern: str, path: str) -> Generator[_Op, Any, GlobResult]:
 
 def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult]:
     try:
-        path = normalize_path(file_path)
+        path = normalize_file_path(file_path)
     except PathError as error:
         return WriteResult(error=str(error))
     if path == "/":

@@ -1,0 +1,260 @@
+"""Glob patterns and paths the model sends cannot hang or crash `glob`/`grep`.
+
+A 20-character glob once made the backtracking regex run for many seconds per file name,
+deep brace nesting raised `RecursionError`, and a 1,500-part path overflowed
+`os.makedirs`. Every such input now gets a prompt correct answer or an error answer that
+names the limit, on every backend and through the agent's tools. No test here measures
+time: `pytest.mark.timeout` only stops a hang from stalling the suite.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import ToolMessage
+from langgraph.store.memory import InMemoryStore
+
+from fathom import create_deep_agent, create_file_data
+from fathom.backends import CompositeBackend, FilesystemBackend, StateBackend, StoreBackend
+from fathom.backends.globbing import (
+    MAX_BRACE_DEPTH,
+    MAX_PATTERN_CHARS,
+    GlobBudget,
+    GlobError,
+    compile_glob,
+    compile_matcher,
+    glob_matches,
+)
+from fathom.backends.paths import MAX_PATH_DEPTH, PathError, normalize_path
+from fathom.testing import ScriptedModel, ai, tool_call
+
+pytestmark = pytest.mark.timeout(20)
+
+LONG = "a" * 60  # a file name that a backtracking `*a*a*a...*b` needs ages to reject
+STARS = "*a*a*a*a*a*a*a*a*a*b"  # 20 characters
+GLOBSTAR_STARS = "**/*a*a*a*a*a*a*a*a*b"  # 21 characters
+NESTED = "{" * 400 + "a" + "}" * 400  # 801 characters, 400 deep
+DEEP = "/" + "/".join(["d"] * 1500) + "/f.txt"  # 1,501 parts
+FILES = {f"/src/{LONG}": "hello\n", f"/src/sub/{LONG}": "hello\n", "/src/ok.b": "hello\n"}
+
+
+# ----------------------------------------------------------------------------- backends
+
+
+def _state(files: dict[str, str], _root: str) -> Any:
+    data = {path: create_file_data(text) for path, text in files.items()}
+    return StateBackend(SimpleNamespace(state={"files": data}))
+
+
+def _store(files: dict[str, str], _root: str) -> Any:
+    backend = StoreBackend(store=InMemoryStore(), namespace=("bounds",))
+    for path, text in files.items():
+        assert backend.write(path, text).error is None
+    return backend
+
+
+def _disk(files: dict[str, str], root: str) -> Any:
+    backend = FilesystemBackend(root_dir=root, virtual_mode=True)
+    for path, text in files.items():
+        assert backend.write(path, text).error is None
+    return backend
+
+
+def _composite(files: dict[str, str], root: str) -> Any:
+    runtime = SimpleNamespace(
+        state={"files": {p: create_file_data(t) for p, t in files.items()}}, store=None
+    )
+    disk = FilesystemBackend(root_dir=root, virtual_mode=True)
+    for path, text in files.items():
+        assert disk.write(path, text).error is None
+    return CompositeBackend(default=StateBackend(), routes={"/disk/": disk}).bind(runtime)
+
+
+BACKENDS: dict[str, Callable[[dict[str, str], str], Any]] = {
+    "state": _state,
+    "store": _store,
+    "filesystem": _disk,
+    "composite": _composite,
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make(request: pytest.FixtureRequest) -> Iterator[Callable[[dict[str, str]], Any]]:
+    root = tempfile.mkdtemp(prefix="fathom-bounds-")
+    yield lambda files: BACKENDS[request.param](files, root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _paths(result: Any) -> list[str]:
+    assert result.error is None, result.error
+    return sorted(m["path"] for m in result.matches)
+
+
+# ------------------------------------------------------------------ backtracking patterns
+
+
+@pytest.mark.parametrize("pattern", [STARS, GLOBSTAR_STARS])
+def test_star_heavy_glob_answers_correctly_on_every_backend(make, pattern: str) -> None:
+    backend = make(FILES)
+    assert _paths(backend.glob(pattern)) == []
+    assert _paths(backend.grep("hello", "/", pattern)) == []
+    # the same shape still finds what it should
+    hit = pattern[:-1] + "a"
+    assert f"/src/{LONG}" in _paths(backend.glob(hit, "/src"))
+
+
+def test_matcher_rejects_a_long_name_for_a_star_heavy_pattern() -> None:
+    for pattern in (STARS, GLOBSTAR_STARS):
+        assert not compile_matcher(pattern).match("a" * 5000)
+        assert compile_matcher(pattern).match("a" * 5000 + "b")
+
+
+def test_costly_pattern_over_many_files_stops_with_an_error_answer(make) -> None:
+    rng = random.Random(7)
+    names = {"".join(rng.choice("ab") for _ in range(250)) for _ in range(500)}
+    backend = make({f"/{name}": "x\n" for name in names})
+    pattern = "*a" + "?" * 18  # its automaton has too many states to cache
+    for result in (backend.glob(pattern), backend.grep("x", "/", pattern)):
+        assert result.error is not None
+        assert "steps" in result.error
+        assert "simpler pattern" in result.error
+        assert "narrower path" in result.error
+
+
+def test_budget_is_shared_by_the_paths_of_one_search() -> None:
+    budget = GlobBudget(steps=50)
+    with pytest.raises(GlobError, match="steps"):
+        for n in range(100):
+            glob_matches("*a??", "ab" * 20 + str(n), budget)
+
+
+# ------------------------------------------------------------------------- size and depth
+
+
+@pytest.mark.parametrize("pattern", [NESTED, "{" * 11 + "a" + "}" * 11])
+def test_deeply_nested_braces_are_an_error_answer(make, pattern: str) -> None:
+    backend = make(FILES)
+    for result in (backend.glob(pattern), backend.grep("hello", "/", pattern)):
+        assert result.error is not None
+        assert f"more than {MAX_BRACE_DEPTH} deep" in result.error
+        assert "Flatten the alternatives" in result.error
+        assert len(result.error) < 400  # the pattern is quoted cut short, not whole
+
+
+def test_braces_nested_to_the_limit_still_work() -> None:
+    pattern = "{x," * MAX_BRACE_DEPTH + "a" + "}" * MAX_BRACE_DEPTH
+    assert glob_matches(pattern, "a") and glob_matches(pattern, "x")
+    assert not glob_matches(pattern, "b")
+
+
+def test_many_alternatives_are_matched_without_expanding_them() -> None:
+    pattern = "{a,b}" * 100  # 2**100 expansions if braces were expanded
+    assert glob_matches(pattern, "ab" * 50)
+    assert not glob_matches(pattern, "ab" * 49 + "c")
+
+
+def test_too_long_a_pattern_is_an_error_answer(make) -> None:
+    backend = make(FILES)
+    pattern = "a" * (MAX_PATTERN_CHARS + 1)
+    for result in (backend.glob(pattern), backend.grep("hello", "/", pattern)):
+        assert result.error is not None
+        assert f"the limit is {MAX_PATTERN_CHARS}" in result.error
+        assert "shorter pattern" in result.error
+    assert glob_matches("a" * MAX_PATTERN_CHARS, "a" * MAX_PATTERN_CHARS)
+
+
+def test_pattern_of_1500_parts_is_an_error_answer(make) -> None:
+    backend = make(FILES)
+    result = backend.glob(DEEP.lstrip("/"))
+    assert result.error is not None and "limit" in result.error
+
+
+@pytest.mark.parametrize("operation", ["write", "read", "ls", "glob", "grep", "edit", "delete"])
+def test_path_of_1500_parts_is_an_error_answer(make, operation: str) -> None:
+    backend = make({})
+    calls = {
+        "write": lambda: backend.write(DEEP, "x"),
+        "read": lambda: backend.read(DEEP),
+        "ls": lambda: backend.ls(DEEP),
+        "glob": lambda: backend.glob("*", DEEP),
+        "grep": lambda: backend.grep("x", DEEP),
+        "edit": lambda: backend.edit(DEEP, "x", "y"),
+        "delete": lambda: backend.delete(DEEP),
+    }
+    result = calls[operation]()
+    assert result.error is not None
+    assert f"the limit is {MAX_PATH_DEPTH}" in result.error
+    assert "shallower path" in result.error
+
+
+def test_normalize_path_bounds_depth_and_length() -> None:
+    assert normalize_path("/".join(["d"] * MAX_PATH_DEPTH)).count("/") == MAX_PATH_DEPTH
+    with pytest.raises(PathError, match="parts deep"):
+        normalize_path("/".join(["d"] * (MAX_PATH_DEPTH + 1)))
+    # the depth is that of the resolved path, not of what was written
+    assert normalize_path("/".join(["d"] * 400) + "/.." * 300) == "/" + "/".join(["d"] * 100)
+    with pytest.raises(PathError, match="characters long"):
+        normalize_path("/" + "x" * 5000)
+
+
+# ------------------------------------------------------------------ the automaton is exact
+
+_pieces = st.sampled_from(
+    ["a", "b", "/", ".", "*", "**", "**/", "?", "[ab]", "[!a]", "[", "{", "}", ",",
+     "{a,b}", "{,a/}", "{a*,b?}"]
+)
+_patterns = st.lists(_pieces, max_size=7).map("".join)
+_texts = st.text(alphabet="ab/.[", max_size=12)
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+@settings(max_examples=400, deadline=None)
+@given(pattern=_patterns, text=_texts)
+def test_matcher_agrees_with_the_regex_dialect(pattern: str, text: str) -> None:
+    try:
+        regex = compile_glob(pattern)
+    except GlobError:
+        with pytest.raises(GlobError):
+            compile_matcher(pattern)
+        return
+    assert compile_matcher(pattern).match(text) is (regex.match(text) is not None)
+
+
+# ------------------------------------------------------------------ through the agent tools
+
+
+def _tool_messages(calls: list[Any], files: dict[str, str]) -> list[ToolMessage]:
+    agent = create_deep_agent(ScriptedModel(replies=[ai("", *calls), ai("done")]))
+    state = {
+        "messages": [{"role": "user", "content": "go"}],
+        "files": {path: create_file_data(text) for path, text in files.items()},
+    }
+    result = agent.invoke(state)
+    assert result["messages"][-1].content == "done"
+    return [m for m in result["messages"] if m.type == "tool"]
+
+
+def test_agent_glob_and_grep_answer_pathological_patterns() -> None:
+    calls = [
+        tool_call("glob", {"pattern": GLOBSTAR_STARS}),
+        tool_call("grep", {"pattern": "hello", "glob": STARS}),
+        tool_call("glob", {"pattern": NESTED}),
+        tool_call("grep", {"pattern": "hello", "glob": NESTED}),
+        tool_call("glob", {"pattern": "*", "path": DEEP}),
+        tool_call("read_file", {"file_path": DEEP}),
+    ]
+    found, grepped, *errors = _tool_messages(calls, FILES)
+    assert found.status == "success" and "No files match" in found.text
+    assert grepped.status == "success" and "No matches" in grepped.text
+    for message in errors:
+        assert message.status == "error"
+        assert message.text.startswith("Error")
+        assert "limit" in message.text or "deep" in message.text
