@@ -92,37 +92,31 @@ def test_constructor_validates(tmp_path: Path) -> None:
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
-    start = time.monotonic()
     result = shell.execute("echo started; sleep 100 & echo $! > child.pid; sleep 100; wait")
-    assert time.monotonic() - start < 10
     assert result.exit_code is None
     assert result.output == "started\n[killed after 1 s]"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
 def test_per_call_timeout_overrides_default(shell: LocalShellBackend) -> None:
-    start = time.monotonic()
     result = shell.execute("sleep 30", timeout=0.5)
     assert result.exit_code is None
-    assert time.monotonic() - start < 5
+    assert result.output == "[killed after 0.5 s]"
 
 
 def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=30)
-    start = time.monotonic()
     result = shell.execute("sleep 30 & echo $! > bg.pid; echo ok")
-    assert time.monotonic() - start < 5
     assert result.exit_code == 0
     assert result.output == "ok\n"
     pid = read_pid(tmp_path / "bg.pid")
+    assert alive(pid)  # the call came back while its background job still runs
     os.kill(pid, 9)
 
 
 def test_output_over_the_cap_is_truncated_fast(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=10_000)
-    start = time.monotonic()
     result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes' | head -c 5000000")
-    assert time.monotonic() - start < 10
     assert result.truncated
     assert result.exit_code == 0
     assert result.output.startswith("y\ny\n")
@@ -193,9 +187,7 @@ def test_aexecute_output_and_exit_code(tmp_path: Path) -> None:
 
 def test_aexecute_timeout_kills_the_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
-    start = time.monotonic()
     result = asyncio.run(shell.aexecute("sleep 100 & echo $! > child.pid; sleep 100; wait"))
-    assert time.monotonic() - start < 10
     assert result.exit_code is None
     assert result.output == "[killed after 1 s]"
     assert gone(read_pid(tmp_path / "child.pid"))
@@ -205,16 +197,16 @@ def test_aexecute_truncates_and_background_jobs_do_not_hold_it(tmp_path: Path) -
     shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=1_000)
 
     async def main() -> tuple:
-        start = time.monotonic()
         big = await shell.aexecute("yes | head -c 5000000")
         bg = await shell.aexecute("sleep 30 & echo $! > bg.pid; echo ok")
-        return big, bg, time.monotonic() - start
+        return big, bg
 
-    big, bg, elapsed = asyncio.run(main())
-    assert elapsed < 10
+    big, bg = asyncio.run(main())
     assert big.truncated and big.exit_code == 0
     assert (bg.output, bg.exit_code) == ("ok\n", 0)
-    os.kill(read_pid(tmp_path / "bg.pid"), 9)
+    pid = read_pid(tmp_path / "bg.pid")
+    assert alive(pid)  # the call came back while its background job still runs
+    os.kill(pid, 9)
 
 
 def test_cancelling_aexecute_kills_the_process_group(tmp_path: Path) -> None:
@@ -233,9 +225,7 @@ def test_cancelling_aexecute_kills_the_process_group(tmp_path: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    start = time.monotonic()
     asyncio.run(main())
-    assert time.monotonic() - start < 10
     assert gone(read_pid(tmp_path / "pid"))
     assert gone(read_pid(tmp_path / "child.pid"))
 

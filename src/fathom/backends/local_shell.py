@@ -8,17 +8,17 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import logging
 import math
 import os
 import selectors
 import signal
-import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 
-from fathom.backends.filesystem import FilesystemBackend, _Target
+from fathom.backends.filesystem import FilesystemBackend
 from fathom.backends.protocol import (
     ExecuteResponse,
     FileDownloadResponse,
@@ -36,6 +36,8 @@ _EXIT_GRACE_S = 0.5
 to the shared pipe before giving up on it (the jobs themselves are left running)."""
 
 OutputCallback = Callable[[str], None]
+
+logger = logging.getLogger(__name__)
 
 
 class _Output:
@@ -72,10 +74,13 @@ class _Output:
     def truncated(self) -> bool:
         return self.total > self.limit
 
-    def response(self, exit_code: int | None, timeout: float | None) -> ExecuteResponse:
-        """The response: kept output, a truncation note, and a note when it was killed."""
+    def response(
+        self, exit_code: int | None, timeout: float | None, note: str = ""
+    ) -> ExecuteResponse:
+        """The response: kept output, a truncation note, a note when it was killed, and
+        `note` (the timeout cap) when given."""
         output = self.kept.decode("utf-8", errors="replace")
-        notes = []
+        notes = [note] if note else []
         if self.truncated:
             notes.append(
                 f"[output truncated: showing the first {self.limit:,} of {self.total:,} bytes]"
@@ -113,7 +118,11 @@ class LocalShellBackend(FilesystemBackend):
         root_dir: The workspace directory (also the file tools' root); see
             `FilesystemBackend`. Commands run with it as their working directory.
         virtual_mode: As for `FilesystemBackend` (file tools and uploads/downloads only).
-        timeout: Seconds a command may run before its whole process group is killed.
+        timeout: Seconds a command may run before its whole process group is killed, when
+            the caller (the model) gives none.
+        max_timeout: The most seconds a caller may ask for; a larger `timeout` given to
+            `execute` is lowered to it (and the output says so). `None` (the default)
+            means `timeout`: the model cannot raise the operator's limit.
         max_output_bytes: Output (stdout and stderr combined) kept per command; the rest is
             read and discarded, so the command never blocks on a full pipe, and the
             response is marked `truncated`.
@@ -136,6 +145,7 @@ class LocalShellBackend(FilesystemBackend):
         virtual_mode: bool = False,
         *,
         timeout: float = 120,
+        max_timeout: float | None = None,
         max_output_bytes: int = 100_000,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
@@ -144,14 +154,29 @@ class LocalShellBackend(FilesystemBackend):
         super().__init__(root_dir, virtual_mode, max_file_size_mb)
         if not _valid_timeout(timeout):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+        if max_timeout is not None and not _valid_timeout(max_timeout):
+            raise ValueError(
+                f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
+            )
         if isinstance(max_output_bytes, bool) or not (
             isinstance(max_output_bytes, int) and max_output_bytes > 0
         ):
             raise ValueError(f"max_output_bytes must be a positive int, not {max_output_bytes!r}.")
         self.timeout: float = float(timeout)
+        self.max_timeout: float = max(self.timeout, float(max_timeout or timeout))
         self.max_output_bytes: int = max_output_bytes
         self.env: dict[str, str] = dict(env or {})
         self.inherit_env: bool = inherit_env
+        # Loud by design: nothing about this backend is isolated, and it is easy to forget.
+        logger.warning(
+            "LocalShellBackend(%s): `execute` runs commands on this host as uid %s with no "
+            "isolation (any file the user can reach, the network, no resource limits); "
+            "%s. Use BubblewrapSandbox to isolate commands.",
+            self.root_dir, os.getuid() if hasattr(os, "getuid") else "?",
+            "the file tools are confined to the root, commands are not" if self.virtual_mode
+            else "the file tools are NOT confined either (virtual_mode=False): any path on "
+            "the host can be read and written",
+        )
 
     # ------------------------------------------------------------------ execute
 
@@ -162,17 +187,29 @@ class LocalShellBackend(FilesystemBackend):
         environment.setdefault("PATH", DEFAULT_PATH)
         return environment
 
-    def _check(self, command: object, timeout: object) -> ExecuteResponse | float:
-        """The timeout to use, or an error response for a bad command or timeout."""
+    def _check(self, command: object, timeout: object) -> ExecuteResponse | tuple[float, str]:
+        """The timeout to use and a note when it was capped at `max_timeout`, or an error
+        response for a bad command or timeout."""
         if not isinstance(command, str) or not command.strip():
             return _error("Error: the command is empty. Give a shell command such as `ls -la`.")
         if "\x00" in command:
             return _error("Error: the command contains a NUL byte, which no shell accepts.")
         if timeout is None:
-            return self.timeout
-        if not _valid_timeout(timeout):
+            return self.timeout, ""
+        # Any positive number (infinity too) is accepted: above the cap it is lowered.
+        if not (
+            isinstance(timeout, (int, float))
+            and not isinstance(timeout, bool)
+            and timeout == timeout  # not NaN
+            and timeout > 0
+        ):
             return _error(f"Error: timeout must be a positive number of seconds, not {timeout!r}.")
-        return float(timeout)  # type: ignore[arg-type]
+        if timeout > self.max_timeout:
+            return self.max_timeout, (
+                f"[timeout {timeout:g}s is above this backend's limit; it ran with "
+                f"{self.max_timeout:g}s]"
+            )
+        return float(timeout), ""
 
     def execute(
         self,
@@ -192,9 +229,10 @@ class LocalShellBackend(FilesystemBackend):
             Combined stdout/stderr (decoded as UTF-8, bad bytes replaced), the exit code
             (`None` when killed at the timeout) and whether the output was truncated.
         """
-        limit = self._check(command, timeout)
-        if isinstance(limit, ExecuteResponse):
-            return limit
+        checked = self._check(command, timeout)
+        if isinstance(checked, ExecuteResponse):
+            return checked
+        limit, note = checked
         try:
             proc = subprocess.Popen(
                 command,
@@ -218,9 +256,9 @@ class LocalShellBackend(FilesystemBackend):
                 _kill_group(proc.pid)
                 proc.wait()
                 finished = True
-                return output.response(None, limit)
+                return output.response(None, limit, note)
             finished = True
-            return output.response(proc.wait(), None)
+            return output.response(proc.wait(), None, note)
         finally:
             if not finished:  # an exception (KeyboardInterrupt...) while the command ran
                 _kill_group(proc.pid)
@@ -259,9 +297,10 @@ class LocalShellBackend(FilesystemBackend):
         on_output: OutputCallback | None = None,
     ) -> ExecuteResponse:
         """Async `execute`. Cancelling the awaiting task kills the command's process group."""
-        limit = self._check(command, timeout)
-        if isinstance(limit, ExecuteResponse):
-            return limit
+        checked = self._check(command, timeout)
+        if isinstance(checked, ExecuteResponse):
+            return checked
+        limit, note = checked
         try:
             proc = await asyncio.create_subprocess_shell(
                 command,
@@ -312,7 +351,7 @@ class LocalShellBackend(FilesystemBackend):
             _kill_group(proc.pid)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5)
-            return output.response(None, limit)
+            return output.response(None, limit, note)
         if not eof:
             # Background jobs still hold the pipe; stop listening to it (they keep running).
             # Process.wait() would wait for the pipe to close, so the exit code is read
@@ -320,7 +359,7 @@ class LocalShellBackend(FilesystemBackend):
             proc._transport.close()  # type: ignore[attr-defined]
         else:
             await proc.wait()
-        return output.response(proc.returncode, None)
+        return output.response(proc.returncode, None, note)
 
     # ------------------------------------------------------------------ file transfer
 
@@ -337,64 +376,17 @@ class LocalShellBackend(FilesystemBackend):
             return FileUploadResponse(
                 path, error=f"Error: content for '{path}' must be bytes, not {type(content)}."
             )
-        target = self._target(path)
-        if isinstance(target, str):
-            return FileUploadResponse(path, error=target)
-        if self.virtual_mode and target.shown == "/":
-            return FileUploadResponse(path, error="Error: '/' is the root directory.")
-        try:
-            error = self._overwrite(target, bytes(content))
-        except OSError as failure:
-            error = self._write_error(target.shown, failure)
-        return FileUploadResponse(path, error=error)
-
-    def _overwrite(self, target: _Target, data: bytes) -> str | None:
-        parent = os.path.dirname(target.real)
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            return f"Error: cannot create '{target.shown}': a parent path is a file."
-        real = os.path.realpath(target.real)
-        if self.virtual_mode and not self._inside(real):
-            return self._outside_error(target.shown)
-        mode: int | None = None
-        with contextlib.suppress(FileNotFoundError):
-            st = os.stat(real)
-            if stat.S_ISDIR(st.st_mode):
-                return f"Error: '{target.shown}' is a directory."
-            mode = stat.S_IMODE(st.st_mode)
-        fd, temp = self._temp_file(os.path.dirname(real))
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if mode is not None:
-                    os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, real)
-            temp = None
-        finally:
-            if temp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-        return None
+        return FileUploadResponse(path, error=self._upload_bytes(path, bytes(content)))
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """Read each path's bytes (any size), resolving paths like the file tools."""
         responses = []
         for path in paths:
-            target = self._target(path)
-            if isinstance(target, str):
-                responses.append(FileDownloadResponse(path, error=target))
-                continue
-            outcome = self._read_target(target, sys.maxsize, "downloaded", "")
+            outcome = self._download_bytes(path, sys.maxsize, "")
             if isinstance(outcome, str):
                 responses.append(FileDownloadResponse(path, error=outcome))
             else:
-                responses.append(FileDownloadResponse(path, content=outcome[0]))
+                responses.append(FileDownloadResponse(path, content=outcome))
         return responses
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:

@@ -125,7 +125,36 @@ def _streams(method: Any) -> bool:
     )
 
 
-def _call_kwargs(method: Any, timeout: int | None, runtime: ToolRuntime) -> dict[str, Any]:
+def _cap(value: object) -> float | None:
+    """`value` as a timeout cap when it is a positive finite number, else `None`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < float("inf") else None
+
+
+def _capped(
+    timeout: int | None, middleware: ExecuteMiddleware, backend: Any
+) -> tuple[float | None, str]:
+    """The model's `timeout` lowered to the operator's cap, and a note when it was.
+
+    The cap is the smallest of the middleware's `max_timeout` and the backend's own
+    `max_timeout` attribute (the built-in backends have one); the model cannot raise it.
+    """
+    found = (_cap(middleware.max_timeout), _cap(getattr(backend, "max_timeout", None)))
+    caps = [cap for cap in found if cap is not None]
+    if timeout is None or not caps or timeout <= min(caps):
+        return timeout, ""
+    cap = min(caps)
+    return cap, f"[timeout {timeout:g}s is above the limit of {cap:g}s; it ran with {cap:g}s]"
+
+
+def _with_note(message: ToolMessage, note: str) -> ToolMessage:
+    if note:
+        message.content = f"{note}\n{message.content}"
+    return message
+
+
+def _call_kwargs(method: Any, timeout: float | None, runtime: ToolRuntime) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"timeout": timeout}
     if _streams(method) and (send := _writer(runtime)) is not None:
         kwargs["on_output"] = send
@@ -138,19 +167,22 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         if not supports_execute(backend):
             return _cannot_execute(runtime)
         run = backend.execute  # type: ignore[attr-defined]
-        return execute_answer(run(command, **_call_kwargs(run, timeout, runtime)), runtime)
+        seconds, note = _capped(timeout, middleware, backend)
+        answer = execute_answer(run(command, **_call_kwargs(run, seconds, runtime)), runtime)
+        return _with_note(answer, note)
 
     async def aexecute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
         backend = resolve_backend(middleware.backend, runtime)
         if not supports_execute(backend):
             return _cannot_execute(runtime)
         run = getattr(backend, "aexecute", None)
+        seconds, note = _capped(timeout, middleware, backend)
         if run is None:
             sync = backend.execute  # type: ignore[attr-defined]
-            response = await asyncio.to_thread(sync, command, timeout)
+            response = await asyncio.to_thread(sync, command, seconds)
         else:
-            response = await run(command, **_call_kwargs(run, timeout, runtime))
-        return execute_answer(response, runtime)
+            response = await run(command, **_call_kwargs(run, seconds, runtime))
+        return _with_note(execute_answer(response, runtime), note)
 
     return StructuredTool.from_function(
         name="execute",
@@ -173,6 +205,10 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
             `(runtime) -> BackendProtocol` called for every tool call.
         system_prompt: Replaces the built-in prompt section; `""` adds none.
         tool_description: Replaces the tool's description.
+        max_timeout: The most seconds the model may ask a command to run; a larger
+            `timeout` is lowered to it and the answer says so. The backend's own
+            `max_timeout` (the built-in backends' default is their `timeout`) caps it too;
+            `None` leaves only the backend's.
     """
 
     def __init__(
@@ -181,8 +217,14 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
         backend: Backend,
         system_prompt: str | None = None,
         tool_description: str | None = None,
+        max_timeout: float | None = None,
     ) -> None:
         super().__init__()
+        if max_timeout is not None and _cap(max_timeout) is None:
+            raise ValueError(
+                f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
+            )
+        self.max_timeout: float | None = max_timeout
         self.backend: Backend = backend
         self.tool_description = tool_description or EXECUTE_DESCRIPTION
         self.section = PromptSection(
