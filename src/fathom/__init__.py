@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fathom.models import ModelNotConfiguredError, resolve_model
     from fathom.permissions import FilesystemPermission
     from fathom.prompt import PromptSection
+    from fathom.runs import ThreadBusyError, afinish_pending_step, finish_pending_step
 
 _WHERE = {
     "create_deep_agent": "fathom.agent",
@@ -41,6 +42,9 @@ _WHERE = {
     "resolve_model": "fathom.models",
     "FilesystemPermission": "fathom.permissions",
     "PromptSection": "fathom.prompt",
+    "ThreadBusyError": "fathom.runs",
+    "afinish_pending_step": "fathom.runs",
+    "finish_pending_step": "fathom.runs",
 }
 
 __all__ = [
@@ -57,8 +61,11 @@ __all__ = [
     "StateBackend",
     "SubAgent",
     "SubAgentMiddleware",
+    "ThreadBusyError",
+    "afinish_pending_step",
     "create_deep_agent",
     "create_file_data",
+    "finish_pending_step",
     "resolve_model",
 ]
 

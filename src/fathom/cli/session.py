@@ -3,9 +3,12 @@
 A turn streams the agent (`astream` over updates, messages and custom events, subagents
 included) into a `Display`, counts model calls and tokens with `AgentUsage`, and ends in one
 of four ways: done, waiting for an approval, interrupted (Ctrl-C) or failed. Checkpoints go
-to the project's SQLite threads database after every step, so an interrupted or failed
-turn loses nothing that had finished; the next message continues the thread, and
-dangling tool calls are repaired by the agent's own middleware.
+to the project's SQLite threads database after every step (`durability="sync"`), so an
+interrupted or failed turn loses nothing that had finished; the next message continues the
+thread, and dangling tool calls are repaired by the agent's own middleware. A run that died
+mid-step (the process was killed) is finished first, so the writes of its completed tools
+are kept. A turn holds the thread's lock file in `.fathom/locks/`: a second `fathom` on the
+same thread is refused with "thread ... is busy" instead of overwriting the first's turn.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class Session:
         # first ran on, so a loop per turn would break the second turn.
         self._runner = asyncio.Runner()
         self._translators: dict[str, EventTranslator] = {}
+        self._stopped: set[str] = set()  # threads whose last run was stopped by Ctrl-C
 
     def close(self) -> None:
         """Close the session's event loop."""
@@ -126,38 +130,68 @@ class Session:
         return self._runner.run(self._run(thread_id, message, resume))
 
     async def _run(self, thread_id: str, message: str | None, resume: Any) -> TurnResult:
+        from fathom.runs import ThreadBusyError, thread_file_lock
+
+        try:
+            with thread_file_lock(self.db_path.parent / "locks", thread_id):
+                return await self._run_locked(thread_id, message, resume)
+        except ThreadBusyError as error:  # another `fathom` has the thread: nothing was sent
+            usage = AgentUsage()
+            self.display.error(str(error))
+            return TurnResult(status="error", detail=str(error), usage=usage)
+
+    async def _run_locked(self, thread_id: str, message: str | None, resume: Any) -> TurnResult:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
         from langgraph.types import Command
 
+        from fathom.runs import has_unfinished_step
+
         usage = AgentUsage()
         config = self._config(thread_id, usage)
+        state_config = {"configurable": {"thread_id": thread_id}}
         if resume is not None:
             payload: Any = Command(resume=resume)
         else:
             payload = {"messages": [{"role": "user", "content": message or ""}]}
         async with AsyncSqliteSaver.from_conn_string(str(self.db_path)) as checkpointer:
             agent = self._agent_factory(self.setup, checkpointer)
+            # A run that died mid-step (killed, crashed) is finished before new input, which
+            # would make LangGraph drop what its completed tools wrote. One stopped on
+            # purpose with Ctrl-C in this session is not re-run.
+            finish_first = (
+                resume is None
+                and thread_id not in self._stopped
+                and has_unfinished_step(await agent.aget_state(state_config))
+            )
             self.display.run_started(thread_id=thread_id, model=self.setup.model_name,
                                      usage=usage)
             status: RunStatus = "done"
             detail = ""
             translator = self._translators.setdefault(thread_id, EventTranslator())
-            stream = asyncio.ensure_future(self._stream(agent, payload, config, translator))
+            stream = asyncio.ensure_future(
+                self._turn(agent, payload, config, translator, finish_first=finish_first)
+            )
             loop = asyncio.get_running_loop()
+            sent = True
             with _cancel_on_sigint(loop, stream):
                 try:
-                    await stream
+                    sent = await stream
+                    self._stopped.discard(thread_id)
                 except asyncio.CancelledError:
+                    self._stopped.add(thread_id)
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
                 except Exception as error:  # shown to the person; the thread stays usable
                     status, detail = "error", f"{type(error).__name__}: {error}"
-            snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
+            snapshot = await agent.aget_state(state_config)
         values = dict(snapshot.values or {})
         approvals = _pending(snapshot) if status == "done" else []
         if approvals:
             status = "approval"
             names = [r.get("name", "?") for a in approvals for r in a.action_requests]
             detail = "approval needed for " + ", ".join(names)
+            if not sent:
+                detail += (" (the run stopped earlier reached it; your message was not sent: "
+                           "send it again once this is answered)")
         result = TurnResult(status=status, answer=final_answer(values), detail=detail,
                             approvals=approvals, values=values, usage=usage)
         self.display.run_finished(status=status, usage=usage, detail=detail)
@@ -166,11 +200,29 @@ class Session:
                                project=self.setup.project_dir)
         return result
 
+    async def _turn(
+        self, agent: Any, payload: Any, config: dict[str, Any], translator: EventTranslator,
+        *, finish_first: bool,
+    ) -> bool:
+        """Stream `payload`, after finishing the thread's interrupted run if `finish_first`.
+
+        Returns False when that run stopped at an approval, so `payload` was not sent.
+        """
+        if finish_first:
+            self.display.notice("finishing the run that stopped part-way before your message")
+            await self._stream(agent, None, config, translator)
+            thread = {"configurable": dict(config["configurable"])}
+            if _pending(await agent.aget_state(thread)):
+                return False
+        await self._stream(agent, payload, config, translator)
+        return True
+
     async def _stream(
         self, agent: Any, payload: Any, config: dict[str, Any], translator: EventTranslator
     ) -> None:
         async for namespace, mode, data in agent.astream(
-            payload, config, stream_mode=["updates", "messages", "custom"], subgraphs=True
+            payload, config, stream_mode=["updates", "messages", "custom"], subgraphs=True,
+            durability="sync",  # each step is saved before the next starts
         ):
             for event in translator.translate(namespace, mode, data):
                 self.display.event(event)
