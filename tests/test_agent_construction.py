@@ -154,6 +154,71 @@ def test_bad_interrupt_on_value_is_a_construction_error():
         )
 
 
+@tool
+def deploy(target: str) -> str:
+    """Deploy to a target."""
+    return f"deployed {target}"
+
+
+def _interrupt_on_error(**kwargs) -> str:
+    with pytest.raises(ValueError) as raised:
+        create_deep_agent(ScriptedModel(replies=[ai("x")]), checkpointer=InMemorySaver(),
+                          **kwargs)
+    return str(raised.value)
+
+
+def test_misspelled_interrupt_on_tool_is_a_construction_error_naming_the_tools():
+    # A typo would otherwise leave write_file running without approval, with no sign of it.
+    message = _interrupt_on_error(tools=[deploy], interrupt_on={"wrte_file": True})
+    assert "'wrte_file' (did you mean 'write_file'?)" in message
+    for name in ("deploy", "write_file", "edit_file", "read_file", "ls", "glob", "grep",
+                 "write_todos", "task"):
+        assert name in message.split("tools are:")[1]
+    # False entries too: a typo there is just as silent.
+    assert "'dploy'" in _interrupt_on_error(tools=[deploy], interrupt_on={"dploy": False})
+
+
+def test_interrupt_on_execute_needs_a_backend_that_runs_commands(tmp_path):
+    from fathom.backends import LocalShellBackend
+
+    message = _interrupt_on_error(interrupt_on={"execute": True})
+    assert "'execute'" in message and "backend that runs commands" in message
+    backend = LocalShellBackend(tmp_path, virtual_mode=True)
+    create_deep_agent(ScriptedModel(replies=[ai("x")]), backend=backend,
+                      interrupt_on={"execute": True}, checkpointer=InMemorySaver())
+
+
+def test_interrupt_on_accepts_every_real_tool_including_middleware_tools():
+    class Ticketing(AgentMiddleware):
+        tools = (deploy,)
+
+    agent = create_deep_agent(
+        ScriptedModel(replies=[ai("", tool_call("deploy", {"target": "prod"})), ai("x")]),
+        middleware=[Ticketing()],
+        interrupt_on={"deploy": True, "task": True, "write_todos": False},
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke(USER, {"configurable": {"thread_id": "t"}})
+    state = agent.get_state({"configurable": {"thread_id": "t"}})
+    [pending] = state.interrupts
+    assert [r["name"] for r in pending.value["action_requests"]] == ["deploy"]
+
+
+def test_subagent_interrupt_on_is_checked_against_the_subagents_own_tools():
+    reader = {"name": "reader", "description": "reads", "system_prompt": "Read.",
+              "tools": [], "interrupt_on": {"deploy": True}}
+    message = _interrupt_on_error(tools=[deploy], subagents=[reader])
+    assert message.startswith("interrupt_on of subagent 'reader' names an unknown tool: "
+                              "'deploy'")
+    assert "task" not in message.split("tools are:")[1]  # a subagent has no `task`
+    # Inherited entries may name tools only the parent has.
+    create_deep_agent(
+        ScriptedModel(replies=[ai("x")]), tools=[deploy], checkpointer=InMemorySaver(),
+        interrupt_on={"deploy": True, "task": True},
+        subagents=[{**reader, "interrupt_on": {"read_file": True}}],
+    )
+
+
 def test_name_is_the_graph_name_and_lc_agent_name():
     seen = {}
 

@@ -21,7 +21,11 @@ from fathom.backends.protocol import BackendProtocol, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
-from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware, gated_tools
+from fathom.middleware.human_in_the_loop import (
+    HumanInTheLoopMiddleware,
+    check_tool_names,
+    gated_tools,
+)
 from fathom.middleware.memory import MemoryMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.planning import PlanningMiddleware
@@ -42,6 +46,7 @@ from fathom.prompt import (
     PromptAssemblyMiddleware,
     PromptSection,
 )
+from fathom.runs import ThreadGuardedGraph
 from fathom.state import DeepAgentState
 
 __all__ = ["create_deep_agent"]
@@ -111,6 +116,15 @@ def _hitl(
     return [hitl]
 
 
+def _tool_name(tool: Any) -> str:
+    """The name the model calls `tool` by: a `BaseTool`, a provider tool dict or a function."""
+    if isinstance(tool, Mapping):
+        function = tool.get("function")
+        return str(tool.get("name") or (function.get("name") if isinstance(function, Mapping)
+                                        else "") or "")
+    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
+
+
 def _build_graph(
     model: BaseChatModel,
     tools: Sequence[Any],
@@ -126,14 +140,25 @@ def _build_graph(
     debug: bool,
     name: str | None,
     cache: BaseCache | None,
+    interrupt_on: Mapping[str, Any] | None = None,
+    who: str = "",
 ) -> CompiledStateGraph:
-    """The agent graph for one agent (main or subagent) around LangChain's `create_agent`."""
+    """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
+
+    `interrupt_on` is the part of the approval configuration given for this agent itself;
+    its names are checked against every tool the agent ends up with (its own tools and
+    those of its middleware), so a misspelled name fails here instead of approving nothing.
+    """
     stack = [
         *_merged_by_name(core, middleware),
         *approval,
         PatchToolCallsMiddleware(),
         PromptAssemblyMiddleware(),
     ]
+    if interrupt_on:
+        offered = [*(tools or []), *(t for m in stack for t in getattr(m, "tools", None) or ())]
+        names = {_tool_name(t) for t in offered}
+        check_tool_names(interrupt_on, names - {""}, who)
     agent = create_agent(
         model,
         tools=list(tools or []),
@@ -230,6 +255,9 @@ def _compile_subagents(
             debug=False,
             name=spec["name"],
             cache=None,
+            # only the spec's own entries: inherited ones may name parent-only tools
+            interrupt_on=spec.get("interrupt_on"),
+            who=f" of subagent {spec['name']!r}",
         )
         compiled.append(
             CompiledSubAgent(name=spec["name"], description=spec["description"], runnable=graph)
@@ -289,7 +317,9 @@ def create_deep_agent(
             Defaults to `StateBackend()`. Subagents share it. A backend that runs commands
             (`LocalShellBackend`, `BubblewrapSandbox`, a `SandboxScope`) adds `execute`.
         interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
-            `InterruptOnConfig`. Needs `checkpointer`. Subagents inherit it.
+            `InterruptOnConfig`. Needs `checkpointer`. Subagents inherit it. Every key
+            must name one of the agent's tools (its `tools`, the file tools, `write_todos`,
+            `task`, `execute` when the backend runs commands); a misspelled one raises.
         response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a
             LangChain response format; the validated result is `structured_response`.
         context_schema: Type of the runtime `context` passed at invocation.
@@ -305,11 +335,15 @@ def create_deep_agent(
     Returns:
         The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
         `response_format`, `structured_response`.
+        With a `checkpointer` it is a `fathom.runs.ThreadGuardedGraph`: a second run
+        on a thread that is still running raises `ThreadBusyError`.
 
     Raises:
         ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
         ValueError: `interrupt_on` (the agent's or a subagent's) without a checkpointer, a
-            bad `interrupt_on` entry, or a bad subagent spec.
+            bad `interrupt_on` entry, an `interrupt_on` key that is not one of the agent's
+            tools (a subagent's own keys: not one of the subagent's tools), or a bad
+            subagent spec.
         NotImplementedError: `permissions` on paths served by a backend that can run
             shell commands.
     """
@@ -333,7 +367,7 @@ def create_deep_agent(
     if compiled:
         after_files = next(i for i, m in enumerate(core) if isinstance(m, FilesystemMiddleware))
         core.insert(after_files + 1, SubAgentMiddleware(compiled))
-    return _build_graph(
+    graph = _build_graph(
         chat_model,
         list(tools or []),
         system_prompt=system_prompt,
@@ -347,4 +381,7 @@ def create_deep_agent(
         debug=debug,
         name=name,
         cache=cache,
+        interrupt_on=interrupt_on,
     )
+    # one run per thread at a time: a second one would overwrite the first's turn
+    return ThreadGuardedGraph.from_graph(graph) if checkpointer is not None else graph

@@ -16,6 +16,7 @@ from fathom.cli.build import (
     build_backend,
     build_model,
     choose_model,
+    confinement,
     subagent_specs,
 )
 from fathom.project import ConfigError, FathomConfig, load_config, project_sources
@@ -85,6 +86,56 @@ def test_approvals_defaults_config_and_auto_approve(tmp_path: Path) -> None:
     )
     setup = _setup(tmp_path, tmp_path / "home", ScriptedModel(), auto_approve=["execute"])
     assert setup.approvals() == {"task": True, "write_file": True}
+
+
+def test_misspelled_tool_names_in_approvals_are_refused(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    with pytest.raises(ConfigError, match=r"--auto-approve names an unknown tool: 'wrte_file' "
+                                          r"\(did you mean 'write_file'\?\)"):
+        _setup(tmp_path, tmp_path / "home", model, auto_approve=["wrte_file"]).approvals()
+    (tmp_path / "fathom.toml").write_text('interrupt_on = ["grpe"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"interrupt_on .*'grpe'.*tools are: .*grep"):
+        _setup(tmp_path, tmp_path / "home", model).approvals()
+
+
+def test_execute_is_gated_only_when_a_sandbox_gives_it(tmp_path: Path) -> None:
+    none = _setup(tmp_path, tmp_path / "home", ScriptedModel())
+    assert none.approvals() == {"edit_file": True, "write_file": True}  # no `execute` tool
+    skipped = _setup(tmp_path, tmp_path / "home", ScriptedModel(), auto_approve=["execute"])
+    assert "execute" not in skipped.approvals()  # a known name with no tool: accepted
+    local = _setup(tmp_path, tmp_path / "home", ScriptedModel(), sandbox="local")
+    assert local.approvals()["execute"] is True
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    # The library refuses interrupt_on names the agent lacks, so both must build.
+    build_agent(none, InMemorySaver())
+    build_agent(local, InMemorySaver())
+
+
+def test_a_gated_task_does_not_break_a_subagent_with_a_tool_list(tmp_path: Path) -> None:
+    agents = tmp_path / ".fathom" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: reads\ntools: [read_file]\n---\nRead.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "fathom.toml").write_text('interrupt_on = ["task"]\n', encoding="utf-8")
+    setup = _setup(tmp_path, tmp_path / "home", ScriptedModel())
+    [spec] = subagent_specs(setup)
+    assert spec["interrupt_on"] == {"edit_file": False, "write_file": False}  # no `task`
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    build_agent(setup, InMemorySaver())
+
+
+def test_confinement_names_the_root_and_where_commands_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".fathom").mkdir(parents=True)
+    line = confinement(_setup(tmp_path, home, ScriptedModel(), sandbox="local"))
+    assert line.startswith(f"files: {tmp_path} (confined; the agent sees it as /, and "
+                           f"{home / '.fathom'} as {USER_ROUTE})")
+    assert "UNSANDBOXED" in line
+    assert "commands: none" in confinement(_setup(tmp_path, home, ScriptedModel()))
 
 
 def test_backend_routes_project_state_and_user_folder(tmp_path: Path) -> None:

@@ -2,25 +2,100 @@
 
 Arguments are edited in `$EDITOR` when it is set (as a JSON file), otherwise inline as
 JSON. A reject may carry a reason, which the model receives in place of the tool's result.
+
+An answer counts only when it is typed after its question is shown (`ask_after_prompt`):
+text typed ahead while the agent worked, or a pasted block whose next line happens to be
+`y`, must not approve a call the person never saw. So pending terminal input is discarded
+just before the question is shown, and an answer that arrives together with more text (a
+paste) is refused and asked again. When stdin is not a terminal the command does not ask
+at all (see `fathom.cli.main`): lines in a pipe were written before any question.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import shlex
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from fathom.cli.session import PendingApproval
 
-__all__ = ["ask_decisions"]
+__all__ = ["ask_after_prompt", "ask_decisions", "discard_pending_input", "stdin_is_terminal"]
 
 Ask = Callable[[str], str]
 
 CHOICES = {"approve": "y", "edit": "e", "reject": "n"}
+
+
+def _stdin_fd() -> int | None:
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced or closed stdin
+        return None
+    return fd if os.isatty(fd) else None
+
+
+def stdin_is_terminal() -> bool:
+    """Whether standard input is a terminal, where a person can answer an approval."""
+    return _stdin_fd() is not None
+
+
+def discard_pending_input() -> None:
+    """Throw away terminal input that was typed or pasted but not read yet.
+
+    Only a terminal is flushed (`tcflush(TCIFLUSH)`); a pipe or file is left alone. Nothing
+    is buffered above the terminal: in canonical mode each `read` returns at most one line,
+    and `input()` consumes the whole line it gets, so everything unread is still in the
+    terminal's queue.
+    """
+    fd = _stdin_fd()
+    if fd is None:
+        return
+    try:
+        import termios
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    with contextlib.suppress(termios.error):  # not a real terminal after all
+        termios.tcflush(fd, termios.TCIFLUSH)
+
+
+def _input_pending() -> bool:
+    fd = _stdin_fd()
+    if fd is None:
+        return False
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):  # pragma: no cover
+        return False
+
+
+def ask_after_prompt(prompt: str) -> str:
+    """Ask `prompt` on the terminal and return the line typed after it appeared.
+
+    Pending input is discarded, then the prompt is shown and one line is read: in that
+    order, a key pressed in answer to the prompt can never be discarded. If more input is
+    already waiting right after that line, the line came with a paste rather than from a
+    key pressed in answer; it is refused and the question asked again. KeyboardInterrupt
+    and EOFError propagate.
+    """
+    while True:
+        discard_pending_input()
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        answer = input()
+        if not _input_pending():
+            return answer
+        discard_pending_input()
+        sys.stdout.write(
+            "\nthat answer arrived together with more text (a paste?), so it was not used; "
+            "type the answer again\n"
+        )
 
 
 def _show(request: dict[str, Any], out: TextIO) -> None:
@@ -96,17 +171,16 @@ def _decide(request: dict[str, Any], allowed: list[str], ask: Ask, out: TextIO,
 def ask_decisions(
     approvals: list[PendingApproval],
     *,
-    ask: Ask = input,
+    ask: Ask = ask_after_prompt,
     out: TextIO | None = None,
     editor: str | None = None,
 ) -> dict[str, Any]:
     """Ask about every pending tool call; the value to resume the thread with.
 
-    Returns `{interrupt_id: {"decisions": [...]}}` with one decision per tool call, in order.
-    KeyboardInterrupt and EOFError propagate: the approvals then stay pending.
+    `ask` reads one answer; the default counts only input typed after the question is
+    shown. Returns `{interrupt_id: {"decisions": [...]}}` with one decision per tool call,
+    in order. KeyboardInterrupt and EOFError propagate: the approvals then stay pending.
     """
-    import sys
-
     out = out or sys.stdout
     resume: dict[str, Any] = {}
     for approval in approvals:

@@ -26,6 +26,7 @@ __all__ = [
     "build_backend",
     "build_model",
     "choose_model",
+    "confinement",
     "subagent_specs",
 ]
 
@@ -168,11 +169,56 @@ class AgentSetup:
     tools: Sequence[Any] = field(default_factory=list)
     system_prompt: str | None = None
 
+    def tool_names(self) -> set[str]:
+        """The tools the command's agent has: the harness's, `task`, the setup's own tools,
+        and `execute` when a sandbox is chosen."""
+        names = set(HARNESS_TOOLS) | {"task"} | {getattr(t, "name", "") for t in self.tools}
+        if self.sandbox != "none":
+            names.add("execute")
+        return names - {""}
+
     def approvals(self) -> dict[str, bool]:
-        """`interrupt_on` for the agent: defaults and configured tools, less auto-approved."""
-        gated = set(DEFAULT_APPROVALS) | set(self.config.interrupt_on)
+        """`interrupt_on` for the agent: defaults and configured tools, less auto-approved.
+
+        Raises:
+            ConfigError: a name in `--auto-approve`, `auto_approve` or `interrupt_on` that
+                is no tool of the agent. A typo there would switch an approval off (or
+                never on) without a word, so it stops the command instead.
+        """
+        # `execute` is a real tool name even without a sandbox (a config may be shared by
+        # runs with and without one); it is gated only when the agent has it.
+        known = self.tool_names() | {"execute"}
+        for where, names in (
+            ("--auto-approve", self.auto_approve),
+            ("auto_approve (fathom.toml or ~/.fathom/config.toml)", self.config.auto_approve),
+            ("interrupt_on (fathom.toml or ~/.fathom/config.toml)", self.config.interrupt_on),
+        ):
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                from fathom.middleware.human_in_the_loop import unknown_tools_message
+
+                raise ConfigError(unknown_tools_message(unknown, known, where))
+        gated = (set(DEFAULT_APPROVALS) | set(self.config.interrupt_on)) & self.tool_names()
         skipped = set(self.config.auto_approve) | set(self.auto_approve)
         return {tool: True for tool in sorted(gated - skipped)}
+
+
+def confinement(setup: AgentSetup) -> str:
+    """One line saying what the agent can reach: the folder its file tools are confined to
+    and where its commands run. The command prints it before the first turn."""
+    files = f"files: {setup.project_dir} (confined; the agent sees it as /"
+    user_folder = setup.home / ".fathom"
+    if user_folder.is_dir() and user_folder.resolve() != (setup.project_dir / ".fathom").resolve():
+        files += f", and {user_folder} as {USER_ROUTE}"
+    files += ")"
+    commands = {
+        "none": "commands: none (no shell; --sandbox local or bubblewrap adds one)",
+        "local": "commands: run UNSANDBOXED on this machine as this user (--sandbox local): "
+        "they can read and change anything you can",
+        "bubblewrap": "commands: in a bubblewrap sandbox that sees only the project, "
+        "without network",
+    }[setup.sandbox]
+    return f"{files} · {commands}"
 
 
 def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
@@ -198,8 +244,9 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
                 )
             spec["middleware"] = [AllowedToolsMiddleware(names)]
             # A call it may not make is refused, so it should not wait for an approval first.
+            # (`task` is left out: subagents have no `task` tool.)
             spec["interrupt_on"] = {
-                tool: False for tool in setup.approvals() if tool not in names
+                tool: False for tool in setup.approvals() if tool not in names and tool != "task"
             }
         specs.append(spec)
     return specs

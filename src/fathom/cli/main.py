@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -123,7 +124,11 @@ def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
             display: Any = PlainDisplay(sys.stderr)
         else:
             display = make_display(bool(_option(args, "plain")))
+        setup.approvals()  # a misspelled tool name in the approvals fails now, too
         subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
+        # The command states the confinement itself (`confinement`), once, before the first
+        # turn; the backend's construction warning would repeat it on every turn.
+        logging.getLogger("fathom.backends.local_shell").setLevel(logging.ERROR)
         session = Session(setup, threads_db_path(project, home), display)
     except (ConfigError, ModelSetupError, RuntimeError) as error:
         raise SetupError(str(error)) from error
@@ -193,6 +198,10 @@ def _run_command(args: argparse.Namespace) -> int:
         thread_id, _ = _thread_for(args, session)
     except SetupError as error:
         return _fail(str(error))
+    from fathom.cli.build import confinement
+
+    # First line of the output, where progress goes: stderr when stdout holds the JSON.
+    print(confinement(session.setup), file=sys.stderr if json_output else sys.stdout)
     pending = session.pending(thread_id)
     if pending:
         names = ", ".join(r.get("name", "?") for a in pending for r in a.action_requests)
@@ -237,13 +246,32 @@ def _threads_command(args: argparse.Namespace) -> int:
 HELP = "commands: /threads  /new (start a new thread)  /exit (or Ctrl-D).  Ctrl-C stops a run."
 
 
+class NoTerminalForApproval(Exception):
+    """An approval is needed but standard input is not a terminal; the session stops."""
+
+
 def _answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
-    """Ask about pending approvals and resume until the turn ends another way."""
-    from fathom.cli.approvals import ask_decisions
+    """Ask about pending approvals and resume until the turn ends another way.
+
+    Raises `NoTerminalForApproval` when stdin is not a terminal: lines left in a pipe were
+    written before the question existed, so they never answer it (the approval stays
+    pending, as `fathom run` leaves it).
+    """
+    from fathom.cli.approvals import ask_decisions, stdin_is_terminal
 
     result = None
     while approvals:
         session.display.pause()
+        if not stdin_is_terminal():
+            names = ", ".join(r.get("name", "?") for a in approvals for r in a.action_requests)
+            print(
+                f"approval needed for {names}, but input is not a terminal, and approvals "
+                f"are never read from a pipe. It stays pending on thread {thread_id}: "
+                f"answer it in a terminal with `fathom --thread {thread_id}`, or allow the "
+                "tool up front with --auto-approve.",
+                file=sys.stderr,
+            )
+            raise NoTerminalForApproval
         try:
             resume = ask_decisions(approvals, editor=os.environ.get("EDITOR"))
         except (KeyboardInterrupt, EOFError):
@@ -261,9 +289,20 @@ def _interactive(args: argparse.Namespace) -> int:
     except SetupError as error:
         return _fail(str(error))
     state = "resumed" if existed else "new"
+    from fathom.cli.build import confinement
+
     print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
           f"{session.setup.project_dir}")
+    print(confinement(session.setup))
     print(HELP)
+    try:
+        return _talk(args, session, thread_id, existed)
+    except NoTerminalForApproval:
+        return EXIT_APPROVAL
+
+
+def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool) -> int:
+    """The interactive loop: read a message, run a turn, answer its approvals."""
     if existed:
         pending = session.pending(thread_id)
         if pending:

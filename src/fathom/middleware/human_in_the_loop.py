@@ -6,7 +6,8 @@ reject), and a short prompt section tells the model which tools wait for a perso
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware as _LangChainHITL
@@ -18,7 +19,9 @@ __all__ = [
     "DEFAULT_DECISIONS",
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
+    "check_tool_names",
     "normalize_interrupt_on",
+    "unknown_tools_message",
 ]
 
 DEFAULT_DECISIONS = ("approve", "edit", "reject")
@@ -61,6 +64,44 @@ def normalize_interrupt_on(
                 f"not {config!r}"
             )
     return normalized
+
+
+def unknown_tools_message(unknown: Iterable[str], known: Collection[str], where: str) -> str:
+    """The error for tool names that are not among `known`: names each typo, suggests the
+    closest real name, and lists every tool the agent has."""
+    unknown = sorted(unknown)
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    if "execute" in unknown:
+        hints[unknown.index("execute")] += (
+            " (the agent has `execute` only with a backend that runs commands, such as "
+            "LocalShellBackend or BubblewrapSandbox)"
+        )
+    return (
+        f"{where} names {'an unknown tool' if len(unknown) == 1 else 'unknown tools'}: "
+        f"{', '.join(hints)}. An entry for a tool the agent does not have gates nothing, "
+        "so the tool it was meant for would run without approval. The agent's tools are: "
+        f"{', '.join(sorted(known)) or '(none)'}."
+    )
+
+
+def check_tool_names(
+    interrupt_on: Mapping[str, object], tool_names: Collection[str], who: str = ""
+) -> None:
+    """Refuse `interrupt_on` keys that are not tools of the agent.
+
+    A misspelled key (`"wrte_file"`) would leave the real tool running without approval,
+    with nothing to show for it; so an unknown name is a construction error, `False`
+    entries included.
+
+    Raises:
+        ValueError: naming the unknown keys and listing `tool_names`.
+    """
+    unknown = [name for name in interrupt_on if name not in tool_names]
+    if unknown:
+        raise ValueError(unknown_tools_message(unknown, tool_names, f"interrupt_on{who}"))
 
 
 def gated_tools(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> list[str]:
