@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -19,7 +18,7 @@ from pydantic import BaseModel
 
 from fathom import CompiledSubAgent, create_deep_agent
 from fathom.backends import create_file_data
-from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
+from fathom.testing import Rendezvous, ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
 USER = {"messages": [{"role": "user", "content": "帮我约明天下午 3 点和张三开产品评审会，1 小时"}]}
@@ -375,7 +374,7 @@ def test_the_general_purpose_subagent_mirrors_the_parent_and_can_be_replaced_or_
 
 # -- parallelism -----------------------------------------------------------------------------
 
-LATENCY = 0.25
+LATENCY = 0.01
 
 
 def fan_out_policy(request):
@@ -392,30 +391,30 @@ def fan_out_policy(request):
 
 
 def fan_out_agent():
-    worker = {"name": "worker", "description": "d", "system_prompt": "You are a worker."}
+    # Every worker call waits until four are in flight at once: subagents run one after
+    # another would break the rendezvous (a failed test), however fast the machine is.
+    meet = Rendezvous(4)
+    worker_model = ScriptedModel(policy=fan_out_policy, latency=LATENCY, rendezvous=meet)
+    worker = {"name": "worker", "description": "d", "system_prompt": "You are a worker.",
+              "model": worker_model}  # fmt: skip
     model = ScriptedModel(policy=fan_out_policy, latency=LATENCY)
-    return model, create_deep_agent(model, subagents=[worker])
+    return model, worker_model, meet, create_deep_agent(model, subagents=[worker])
 
 
 def test_parallel_subagents_run_concurrently_under_invoke():
-    model, agent = fan_out_agent()
-    started = time.perf_counter()
+    model, worker_model, meet, agent = fan_out_agent()
     result = agent.invoke(USER)
-    elapsed = (time.perf_counter() - started) / LATENCY
-    assert len(model.requests) == 10  # 1 + 4 x 2 + 1
-    # serial would be 10 L; parent call, two subagent calls, parent answer is 4 L
-    assert elapsed < 7, elapsed
+    assert (len(model.requests), len(worker_model.requests)) == (2, 8)  # 4 workers x 2 calls
+    assert (meet.max_in_flight, meet.groups) == (4, 2)  # both rounds of calls together
     answers = sorted(m.content for m in result["messages"] if m.type == "tool")
     assert answers == [f"finished job {i}" for i in range(4)]
 
 
 async def test_parallel_subagents_run_concurrently_under_ainvoke():
-    model, agent = fan_out_agent()
-    started = time.perf_counter()
+    model, worker_model, meet, agent = fan_out_agent()
     await agent.ainvoke(USER)
-    elapsed = (time.perf_counter() - started) / LATENCY
-    assert len(model.requests) == 10
-    assert elapsed < 7, elapsed
+    assert (len(model.requests), len(worker_model.requests)) == (2, 8)
+    assert (meet.max_in_flight, meet.groups) == (4, 2)
 
 
 # -- structured output and compiled subagents ---------------------------------------------------
@@ -586,7 +585,7 @@ def test_an_interrupt_raised_in_a_compiled_subagents_tool_surfaces_and_resumes()
 
 
 def test_streaming_puts_subagent_events_under_their_own_namespace_and_names_the_agent():
-    _, agent = fan_out_agent()
+    agent = fan_out_agent()[-1]
     namespaces = set()
     for chunk in agent.stream(USER, stream_mode="updates", subgraphs=True, version="v2"):
         assert set(chunk) >= {"type", "ns", "data"}
@@ -647,7 +646,7 @@ def test_runtime_context_thread_id_and_callbacks_reach_subagent_tools():
 
 
 async def test_usage_is_counted_per_agent_under_parallel_async_runs():
-    _, agent = fan_out_agent()
+    agent = fan_out_agent()[-1]
     usage = AgentUsage()
     await agent.ainvoke(USER, {"callbacks": [usage]})
     calls = {name: t.calls for name, t in usage.totals().items()}
@@ -719,3 +718,45 @@ def test_the_general_purpose_subagent_inherits_skills_and_others_bring_their_own
     assert "main-skill" in prompts["gp"]
     assert "research-skill" in prompts["researcher"] and "main-skill" not in prompts["researcher"]
     assert "skill" not in prompts["plain"].lower()
+
+
+# -- private state ---------------------------------------------------------------------------
+
+
+def test_private_keys_are_derived_from_the_state_schemas():
+    from fathom.middleware.subagents import _PRIVATE_KEYS
+
+    assert {"messages", "todos", "memory_files", "skills_metadata", "compact_requested",
+            "structured_response", "jump_to", "remaining_steps"} <= _PRIVATE_KEYS  # fmt: skip
+    assert "files" not in _PRIVATE_KEYS
+    assert "memory_contents" not in _PRIVATE_KEYS  # no such key: the memory is memory_files
+
+
+def test_a_subagent_neither_sees_nor_overwrites_its_parents_plan():
+    parent_plan = [{"content": "PARENT-STEP research", "status": "in_progress"}]
+    worker_plan = [{"content": "WORKER-STEP dig", "status": "pending"}]
+
+    def worker_policy(request):
+        if not request.tool_results:
+            return ai("", tool_call("write_todos", {"todos": worker_plan}))
+        return ai("worker finished")
+
+    worker_model = ScriptedModel(policy=worker_policy)
+    worker = {"name": "worker", "description": "d", "system_prompt": "You are a worker.",
+              "model": worker_model}  # fmt: skip
+    model = ScriptedModel(
+        replies=[
+            ai("", tool_call("write_todos", {"todos": parent_plan})),
+            ai("", tool_call("task", {"description": "dig", "subagent_type": "worker"})),
+            ai("all done"),
+        ]
+    )
+    result = create_deep_agent(model, subagents=[worker]).invoke(USER)
+
+    assert result["todos"] == parent_plan
+    first = worker_model.requests[0]
+    seen = first.canonical_json()
+    assert "PARENT-STEP" not in seen
+    assert [m.type for m in first.messages] == ["system", "human"]
+    # The parent's own next request shows its plan, not the worker's.
+    assert "WORKER-STEP" not in model.requests[2].canonical_json()

@@ -108,3 +108,49 @@ async def test_repairs_work_under_ainvoke():
     result = await create_deep_agent(model).ainvoke({"messages": _dangling_history()})
     assert {m.tool_call_id for m in model.requests[0].messages if m.type == "tool"} == {"c1", "c2"}
     assert result["messages"][-1].content == "async here"
+
+
+def _idless_broken(args: str) -> AIMessage:
+    return AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "write_file", "args": args, "id": None,
+             "error": "Expecting value", "type": "invalid_tool_call"}
+        ],
+    )  # fmt: skip
+
+
+def test_a_malformed_call_without_an_id_is_answered_not_dropped():
+    # Some providers send invalid-JSON calls with no id; the model must still hear about it,
+    # and the call and its answer must carry the same id so the history stays paired.
+    model = ScriptedModel(
+        replies=[
+            _idless_broken("{not json"),
+            ai("", tool_call("write_file", {"file_path": "/a.md", "content": "fixed"})),
+            ai("saved"),
+        ]
+    )
+    result = create_deep_agent(model).invoke({"messages": [{"role": "user", "content": "save"}]})
+
+    retry = model.requests[1].messages
+    broken = next(m for m in retry if m.type == "ai")
+    (call,) = broken.invalid_tool_calls
+    assert call["id"] and call["id"].startswith("invalid_")
+    answer = retry[-1]
+    assert isinstance(answer, ToolMessage) and answer.tool_call_id == call["id"]
+    assert answer.status == "error" and "not valid JSON" in answer.content
+    kept = next(m for m in result["messages"] if m.type == "ai" and m.invalid_tool_calls)
+    assert kept.invalid_tool_calls[0]["id"] == call["id"]
+    assert result["files"]["/a.md"]["content"] == "fixed"
+    assert result["messages"][-1].content == "saved"
+
+
+async def test_a_malformed_call_without_an_id_is_answered_under_ainvoke():
+    model = ScriptedModel(replies=[_idless_broken("{"), ai("gave up")])
+    result = await create_deep_agent(model).ainvoke(
+        {"messages": [{"role": "user", "content": "save"}]}
+    )
+    answers = [m for m in result["messages"] if m.type == "tool"]
+    ai_ids = [c["id"] for m in result["messages"] if m.type == "ai" for c in m.invalid_tool_calls]
+    assert [a.tool_call_id for a in answers] == ai_ids and all(ai_ids)
+    assert model.calls == 2

@@ -12,7 +12,9 @@ from langchain_core.tools import tool
 from fathom import create_deep_agent
 from fathom.middleware.summarization import (
     ARCHIVE_DIR,
+    CHARS_PER_TOKEN,
     OFFLOAD_DIR,
+    OFFLOAD_TOKENS,
     SUMMARY_SOURCE,
     SummarizationMiddleware,
 )
@@ -50,15 +52,17 @@ def test_a_huge_tool_result_is_offloaded_and_readable_from_its_path():
 
 
 def test_file_tool_results_are_never_offloaded():
-    big = "z" * 100_000
-    model = ScriptedModel(
-        replies=[
-            ai("", tool_call("write_file", {"file_path": "/big.txt", "content": big})),
-            ai("", tool_call("grep", {"pattern": "z", "output_mode": "content"})),
-            ai("done"),
-        ]
-    )
-    result = create_deep_agent(model).invoke(USER)
+    # 500 listed entries of ~250 characters: a result well over the offload threshold, so
+    # only the exclusion of file tools keeps it in the conversation.
+    stamp = "2024-01-01T00:00:00Z"
+    entry = {"content": "x", "encoding": "utf-8", "created_at": stamp, "modified_at": stamp}
+    files = {f"/data/{i:04d}-{'n' * 240}.txt": dict(entry) for i in range(500)}
+    model = ScriptedModel(replies=[ai("", tool_call("ls", {"path": "/data"})), ai("done")])
+    result = create_deep_agent(model).invoke({**USER, "files": files})
+
+    listing = model.requests[1].messages[-1]
+    assert len(listing.content) > OFFLOAD_TOKENS * CHARS_PER_TOKEN
+    assert listing.content.count("/data/") == 500
     assert not [p for p in result["files"] if p.startswith(OFFLOAD_DIR)]
 
 

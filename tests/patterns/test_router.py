@@ -34,7 +34,7 @@ from fathom.patterns.router import (
     create_router,
     router_tool,
 )
-from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
+from fathom.testing import Rendezvous, ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
 from .conftest import load_example
@@ -413,16 +413,19 @@ def test_tb59_single_target_routing_runs_exactly_one_expert() -> None:
 
 # --------------------------------------------------------------------------- concurrency
 
-LATENCY = 0.4
+LATENCY = 0.01
 
 
 @pytest.mark.parametrize("path", ["invoke", "ainvoke", "ainvoke-blocking-functions"])
 async def test_experts_run_concurrently(path: str) -> None:
+    # Each expert waits until all three are in flight at once: experts run one after the
+    # other would break the rendezvous (a failed test) instead of merely being slow.
+    meet = Rendezvous(len(SOURCES))
     if path == "ainvoke-blocking-functions":
 
         def blocking(name: str) -> Any:
             def answer(query: str) -> str:
-                time.sleep(LATENCY)
+                meet.arrive()
                 return name
 
             return answer
@@ -434,19 +437,17 @@ async def test_experts_run_concurrently(path: str) -> None:
             synthesizer_model=ScriptedModel(policy=synth_policy),
         )
     else:
-        workflow, _, _, _ = make_router(latency=dict.fromkeys(SOURCES, LATENCY))
+        workflow, _, _, models = make_router(latency=dict.fromkeys(SOURCES, LATENCY))
+        for model in models.values():
+            model.rendezvous = meet
 
-    started = time.perf_counter()
     if path == "invoke":
         result = await asyncio.to_thread(workflow.invoke, {"query": "Compare everything"})
     else:
         result = await workflow.ainvoke({"query": "Compare everything"})
-    elapsed = time.perf_counter() - started
 
     assert len(result["results"]) == 3
-    # One latency, not three: run one after the other they would take >= 3 * LATENCY.
-    assert LATENCY <= elapsed < 2 * LATENCY, elapsed
-    assert elapsed / (3 * LATENCY) < 0.67
+    assert (meet.max_in_flight, meet.groups) == (3, 1)
 
 
 async def test_async_function_experts_work_with_ainvoke_only() -> None:

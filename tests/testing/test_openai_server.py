@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -24,6 +23,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 
 from fathom.testing import (
+    Rendezvous,
     ScriptedModel,
     ScriptedOpenAIServer,
     ScriptRequest,
@@ -208,14 +208,14 @@ def test_create_agent_loop_over_http_with_streaming() -> None:
 
 
 async def test_concurrent_async_requests_overlap() -> None:
-    model = ScriptedModel(policy=lambda req: f"echo: {req.last_human_text}", latency=0.2)
+    # Every request waits in the server until all four are in flight at once.
+    meet = Rendezvous(4)
+    model = ScriptedModel(policy=lambda req: f"echo: {req.last_human_text}", rendezvous=meet)
     with ScriptedOpenAIServer(model) as srv:
         llm = _client(srv)
-        started = time.perf_counter()
         replies = await asyncio.gather(*(llm.ainvoke(f"q{i}") for i in range(4)))
-        elapsed = time.perf_counter() - started
 
-    assert elapsed < 0.6
+    assert meet.max_in_flight == 4
     assert sorted(r.content for r in replies) == [f"echo: q{i}" for i in range(4)]
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from fathom.testing import (
     RecordedRequest,
+    Rendezvous,
     ScriptedModel,
     ScriptExhausted,
     ScriptRequest,
@@ -396,27 +397,30 @@ def test_invoke_with_stream_kwarg_aggregates_chunks() -> None:
 
 
 async def test_async_calls_overlap() -> None:
-    model = ScriptedModel(policy=lambda req: f"answer {req.last_human_text}", latency=0.2)
+    # Each call sleeps its latency and then waits until all four are in flight at once:
+    # calls that ran one after another would break the rendezvous instead.
+    meet = Rendezvous(4)
+    model = ScriptedModel(
+        policy=lambda req: f"answer {req.last_human_text}", latency=0.05, rendezvous=meet
+    )
 
-    started = time.perf_counter()
     replies = await asyncio.gather(*(model.ainvoke(f"q{i}") for i in range(4)))
-    elapsed = time.perf_counter() - started
 
-    assert elapsed < 0.6
+    assert meet.max_in_flight == 4
     assert sorted(r.content for r in replies) == [f"answer q{i}" for i in range(4)]
     assert sorted(r.index for r in model.requests) == [0, 1, 2, 3]
 
 
 async def test_async_streams_overlap() -> None:
-    model = ScriptedModel(policy=lambda req: "streamed", latency=0.2)
+    meet = Rendezvous(4)
+    model = ScriptedModel(policy=lambda req: "streamed", latency=0.05, rendezvous=meet)
 
     async def consume() -> str:
         return "".join([str(c.content) async for c in model.astream("x")])
 
-    started = time.perf_counter()
     texts = await asyncio.gather(*(consume() for _ in range(4)))
 
-    assert time.perf_counter() - started < 0.6
+    assert meet.max_in_flight == 4
     assert texts == ["streamed"] * 4
 
 

@@ -9,12 +9,16 @@ Two cases, both seen in real runs:
 - A malformed tool call: the model produced arguments that are not valid JSON, which
   LangChain keeps in `invalid_tool_calls`. Without help the loop would end there; instead
   the model gets an error result for each and another turn to call the tool properly.
+  Some providers send such a call without an id; it gets a stable one (derived from the
+  call) on both the call and its answer, so the history stays a valid pairing.
   This happens inside the model step (`wrap_model_call`), not in an `after_model` hook:
   a hook is a graph node of its own and would add a checkpoint to every step of every run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -61,10 +65,47 @@ def patch_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage] | 
     return patched if changed else None
 
 
+def _invalid_call_id(message: AIMessage, position: int, call: dict[str, Any]) -> str:
+    """A stable id for an id-less malformed call: the same message gets the same id."""
+    seed = json.dumps(
+        [message.id, position, call.get("name"), call.get("args"), call.get("error")],
+        default=str,
+    )
+    return "invalid_" + hashlib.sha256(seed.encode()).hexdigest()[:16]
+
+
+def _with_invalid_call_ids(message: AIMessage) -> AIMessage:
+    """`message` with an id on every malformed call (itself when each has one already)."""
+    calls = message.invalid_tool_calls
+    if all(call.get("id") for call in calls):
+        return message
+    filled = [
+        call if call.get("id") else {**call, "id": _invalid_call_id(message, k, call)}
+        for k, call in enumerate(calls)
+    ]
+    return message.model_copy(update={"invalid_tool_calls": filled})
+
+
+def _normalised(response: ModelResponse | AIMessage) -> ModelResponse:
+    """`response` as a `ModelResponse` whose last `AIMessage` has ids on malformed calls."""
+    if isinstance(response, AIMessage):
+        response = ModelResponse(result=[response])
+    result = list(response.result)
+    for position in range(len(result) - 1, -1, -1):
+        message = result[position]
+        if isinstance(message, AIMessage):
+            fixed = _with_invalid_call_ids(message)
+            if fixed is message:
+                return response
+            result[position] = fixed
+            return ModelResponse(result=result, structured_response=response.structured_response)
+    return response
+
+
 def _malformed_results(message: AIMessage) -> list[ToolMessage]:
     results = []
     for call in message.invalid_tool_calls:
-        if not call.get("id"):
+        if not call.get("id"):  # `_normalised` gave every call an id; never answer None
             continue
         name = call.get("name") or "(no name)"
         detail = f" ({call['error']})" if call.get("error") else ""
@@ -96,13 +137,13 @@ class PatchToolCallsMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
-        response = handler(request)
+        response = _normalised(handler(request))
         added: list[AnyMessage] = []
         for _ in range(MAX_MALFORMED_RETRIES):
             retry = _next_attempt(request, response, added)
             if retry is None:
                 break
-            response = handler(retry)
+            response = _normalised(handler(retry))
         return _with_answers(response, added)
 
     async def awrap_model_call(
@@ -110,13 +151,13 @@ class PatchToolCallsMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        response = await handler(request)
+        response = _normalised(await handler(request))
         added: list[AnyMessage] = []
         for _ in range(MAX_MALFORMED_RETRIES):
             retry = _next_attempt(request, response, added)
             if retry is None:
                 break
-            response = await handler(retry)
+            response = _normalised(await handler(retry))
         return _with_answers(response, added)
 
 

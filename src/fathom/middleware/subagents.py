@@ -95,11 +95,32 @@ class TaskInput(BaseModel):
     subagent_type: str = Field(description="Which subagent to use: one of the names listed.")
 
 
-# State keys that belong to one agent and never cross into or out of a subagent.
-_PRIVATE_KEYS = frozenset(
-    {"messages", "todos", "structured_response", "jump_to", "remaining_steps",
-     "compact_requested", "skills_metadata", "memory_contents"}
-)
+# The state channels that cross into and out of a subagent: the shared filesystem.
+_SHARED_KEYS = frozenset({"files"})
+
+
+def _private_state_keys() -> frozenset[str]:
+    """State keys that belong to one agent and never cross into or out of a subagent.
+
+    Derived from the state schemas of the agent and of fathom's middleware (conversation,
+    plan, loaded memory, skill catalogue, compaction flag, ...), all but `_SHARED_KEYS`,
+    so a middleware that adds a key keeps it private without a hand-kept list to update.
+    A user's own state keys are not among them and do cross.
+    """
+    from langchain.agents.middleware.todo import PlanningState
+
+    from fathom.middleware.memory import MemoryState
+    from fathom.middleware.skills import SkillsState
+    from fathom.middleware.summarization import CompactionState
+    from fathom.state import DeepAgentState
+
+    keys = {"remaining_steps"}  # a managed value LangGraph adds to every agent graph
+    for schema in (DeepAgentState, PlanningState, MemoryState, SkillsState, CompactionState):
+        keys |= schema.__required_keys__ | schema.__optional_keys__
+    return frozenset(keys - _SHARED_KEYS)
+
+
+_PRIVATE_KEYS = _private_state_keys()
 
 
 def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:

@@ -10,6 +10,7 @@ model = ScriptedModel(
 ```
 """
 
+from fathom.testing.concurrency import Rendezvous, RendezvousTimeout
 from fathom.testing.openai_server import ScriptedOpenAIServer
 from fathom.testing.scripted import (
     RecordedRequest,
@@ -23,6 +24,8 @@ from fathom.testing.tokens import approx_tokens
 
 __all__ = [
     "RecordedRequest",
+    "Rendezvous",
+    "RendezvousTimeout",
     "ScriptExhausted",
     "ScriptRequest",
     "ScriptedModel",

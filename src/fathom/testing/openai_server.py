@@ -260,8 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat_completions(self, payload: dict[str, Any]) -> None:
         model = self.server.scripted_model
         messages = [_to_message(raw, i) for i, raw in enumerate(payload["messages"])]
-        if model.latency:
-            time.sleep(model.latency)
+        model.wait_turn()
         reply = model.respond(messages, payload.get("tools") or [])
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         if not payload.get("stream"):
@@ -355,8 +354,9 @@ class ScriptedOpenAIServer:
             llm = ChatOpenAI(base_url=srv.base_url, api_key="scripted", model="scripted")
         ```
 
-    Each request sleeps `model.latency` seconds (in its own thread) and then calls
-    `model.respond`, so requests show up in `model.requests` like direct calls.
+    Each request calls `model.wait_turn()` (its `latency` and `rendezvous`) in its own
+    thread and then `model.respond`, so requests show up in `model.requests` like direct
+    calls.
     """
 
     def __init__(self, model: ScriptedModel, host: str = "127.0.0.1", port: int = 0) -> None:

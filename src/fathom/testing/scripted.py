@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from langchain_core.callbacks import (
@@ -39,6 +39,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr, SkipValidation, field_validator
 
+from fathom.testing.concurrency import Rendezvous
 from fathom.testing.tokens import approx_tokens
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _PREVIEW_CHARS = 200
+_KEPT_TAPES = 16
 
 
 class ScriptExhausted(RuntimeError):
@@ -166,7 +168,8 @@ class _MessageViews:
     @property
     def last_message(self) -> BaseMessage | None:
         """The last message received, or `None` for an empty request."""
-        return self.messages[-1] if self.messages else None
+        messages = self.messages
+        return messages[-1] if messages else None
 
     @property
     def last_human_text(self) -> str:
@@ -190,10 +193,11 @@ class _MessageViews:
     @property
     def turn_messages(self) -> list[BaseMessage]:
         """The messages after the last `HumanMessage`: the work of the current turn so far."""
-        for position in range(len(self.messages) - 1, -1, -1):
-            if isinstance(self.messages[position], HumanMessage):
-                return self.messages[position + 1 :]
-        return list(self.messages)
+        messages = self.messages
+        for position in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[position], HumanMessage):
+                return messages[position + 1 :]
+        return list(messages)
 
     @property
     def turn_results(self) -> list[ToolMessage]:
@@ -234,10 +238,18 @@ class ScriptRequest(_MessageViews):
 class RecordedRequest(_MessageViews):
     """A snapshot of one answered model call.
 
+    `messages` is a property: a new list on each access, of copies of the messages
+    received (including the system message). Each message is copied once, when the model
+    first receives it, and the copy is shared by every later request that received the
+    same message object, and so are the lists themselves where a request extends an
+    earlier one: a long run's record grows with its history, not with the history's
+    square. A message changed in place after the model first received it is recorded as
+    it was then (LangGraph replaces messages rather than changing them).
+
     Attributes:
         index: The 0-based call number.
-        messages: Deep copies of the messages received (including the system message).
-        tools: The bound tools in OpenAI format.
+        tools: The bound tools in OpenAI format (shared with the previous record when
+            they did not change).
         tool_names: Names of the bound tools, in bound order.
         system_prompt: Text of the leading system message, or `None`.
         input_tokens: Input tokens reported in the response's `usage_metadata`.
@@ -246,13 +258,19 @@ class RecordedRequest(_MessageViews):
     """
 
     index: int
-    messages: list[BaseMessage]
+    _tape: list[BaseMessage] = field(repr=False)
+    _length: int = field(repr=False)
     tools: list[dict[str, Any]]
     tool_names: list[str]
     system_prompt: str | None
     input_tokens: int
     output_tokens: int
     response: AIMessage
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """Copies of the messages received, including the system message (a new list)."""
+        return self._tape[: self._length]
 
     def canonical_json(self) -> str:
         """Deterministic JSON of system prompt, tools and messages (in that order).
@@ -304,10 +322,19 @@ class ScriptedModel(BaseChatModel):
     """Characters of content per streamed chunk."""
     model_name: str = "scripted"
     """Reported as `response_metadata["model_name"]`."""
+    rendezvous: SkipValidation[Rendezvous | None] = None
+    """When set, every call waits here (after `latency`) until `rendezvous.parties` calls
+    are in flight at once: a test's proof that calls run concurrently, without timing them."""
 
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
     _next_index: int = PrivateAttr(default=0)
     _record: list[RecordedRequest] = PrivateAttr(default_factory=list)
+    # id(original) -> (original, its copy): the original is kept so the id stays its own.
+    _snapshots: dict[int, tuple[BaseMessage, BaseMessage]] = PrivateAttr(default_factory=dict)
+    # Recent histories as (originals, copies); records point into the copies (see _on_tape).
+    _tapes: list[tuple[list[BaseMessage], list[BaseMessage]]] = PrivateAttr(
+        default_factory=list
+    )
 
     @field_validator("replies", mode="before")
     @classmethod
@@ -343,6 +370,8 @@ class ScriptedModel(BaseChatModel):
         with self._lock:
             self._next_index = 0
             self._record.clear()
+            self._snapshots.clear()
+            self._tapes.clear()
 
     def respond(
         self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None
@@ -365,6 +394,8 @@ class ScriptedModel(BaseChatModel):
         received = list(messages)
         bound = [dict(t) for t in tools or []]
         with self._lock:
+            previous = self._record[-1].tools if self._record else None
+            kept_tools = previous if previous == bound else copy.deepcopy(bound)
             index = self._next_index
             self._next_index += 1
             script = self._script_for(index, received)
@@ -375,8 +406,9 @@ class ScriptedModel(BaseChatModel):
             self._record.append(
                 RecordedRequest(
                     index=index,
-                    messages=[m.model_copy(deep=True) for m in received],
-                    tools=copy.deepcopy(bound),
+                    _tape=self._on_tape(received),
+                    _length=len(received),
+                    tools=kept_tools,
                     tool_names=request.tool_names,
                     system_prompt=request.system_prompt,
                     input_tokens=usage["input_tokens"] if usage else 0,
@@ -385,6 +417,30 @@ class ScriptedModel(BaseChatModel):
                 )
             )
         return message
+
+    def wait_turn(self) -> None:
+        """Sleep `latency` seconds, then wait at `rendezvous` if one is set.
+
+        Every sync path (and each request of the HTTP server) calls this before `respond`.
+
+        Raises:
+            RendezvousTimeout: If the rendezvous did not fill within its timeout.
+        """
+        if self.latency:
+            time.sleep(self.latency)
+        if self.rendezvous is not None:
+            self.rendezvous.arrive()
+
+    async def wait_turn_async(self) -> None:
+        """`wait_turn` for the async paths: `asyncio.sleep`, then the rendezvous.
+
+        Raises:
+            RendezvousTimeout: If the rendezvous did not fill within its timeout.
+        """
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if self.rendezvous is not None:
+            await self.rendezvous.arrive_async()
 
     def bind_tools(
         self,
@@ -409,6 +465,39 @@ class ScriptedModel(BaseChatModel):
         return self.bind(tools=formatted, **kwargs)
 
     # ------------------------------------------------------------------ internals
+
+    def _snapshot(self, message: BaseMessage) -> BaseMessage:
+        """The copy of `message` made when the model first received it."""
+        kept = self._snapshots.get(id(message))
+        if kept is not None and kept[0] is message:
+            return kept[1]
+        snapshot = message.model_copy(deep=True)
+        self._snapshots[id(message)] = (message, snapshot)
+        return snapshot
+
+    def _on_tape(self, received: list[BaseMessage]) -> list[BaseMessage]:
+        """A list of copies whose first `len(received)` items are `received`'s copies.
+
+        An agent loop's next request is the previous one plus new messages, so a recent
+        tape whose messages start like `received` (the same objects) is extended and
+        shared instead of copying the whole history into every record. A few tapes are
+        kept so that interleaved histories (parallel subagents on one model) share too.
+        """
+        for position in range(len(self._tapes) - 1, -1, -1):
+            originals, copies = self._tapes[position]
+            common = min(len(originals), len(received))
+            if common and originals[common - 1] is not received[common - 1]:
+                continue
+            if all(originals[k] is received[k] for k in range(common)):
+                for message in received[common:]:
+                    originals.append(message)
+                    copies.append(self._snapshot(message))
+                self._tapes.append(self._tapes.pop(position))
+                return copies
+        tape = (list(received), [self._snapshot(m) for m in received])
+        self._tapes.append(tape)
+        del self._tapes[:-_KEPT_TAPES]
+        return tape[1]
 
     def _script_for(self, index: int, messages: list[BaseMessage]) -> Reply:
         if index < len(self.replies):
@@ -511,8 +600,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if self.latency:
-            time.sleep(self.latency)
+        self.wait_turn()
         message = self.respond(messages, kwargs.get("tools"))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -523,8 +611,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        await self.wait_turn_async()
         message = self.respond(messages, kwargs.get("tools"))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -535,8 +622,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        if self.latency:
-            time.sleep(self.latency)
+        self.wait_turn()
         message = self.respond(messages, kwargs.get("tools"))
         for chunk in self._chunks(message):
             if run_manager and chunk.text:
@@ -550,8 +636,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        await self.wait_turn_async()
         message = self.respond(messages, kwargs.get("tools"))
         for chunk in self._chunks(message):
             if run_manager and chunk.text:

@@ -1,0 +1,41 @@
+"""Suite-wide test configuration: which tests are `slow`.
+
+`slow` marks end-to-end tests (a real terminal, the examples, the benchmarks, the
+bubblewrap sandbox, bounded race and kill trials). `make test` runs them all; while
+developing, `pytest -m "not slow"` skips them. They are listed here by file, not marked
+in each file, so that one place says what the quick run leaves out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+_TESTS = Path(__file__).resolve().parent
+
+SLOW_FILES = frozenset(
+    {
+        "benchmarks",  # a whole folder
+        "cli/test_command_pty.py",
+        "test_examples.py",
+        "test_sandbox_agent.py",
+        "test_resume_after_kill.py",
+        "backends/test_bubblewrap.py",
+        "backends/test_sandbox_security.py",
+        "backends/test_path_races.py",
+        "patterns/test_patterns_benchmark.py",
+    }
+)
+"""Files (or folders) under `tests/` whose tests are all `slow`."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a file in `SLOW_FILES` as `slow`."""
+    for item in items:
+        try:
+            relative = item.path.resolve().relative_to(_TESTS)
+        except ValueError:
+            continue
+        if relative.as_posix() in SLOW_FILES or relative.parts[0] in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
