@@ -2,7 +2,7 @@
 
 Times N calls (default 50) of `BubblewrapSandbox.execute("true")` and of the local,
 unsandboxed baseline in the same run, after one warm-up call each, and prints the mean in
-milliseconds and the ratio. The baseline is `fathom.backends.local_shell.LocalShellBackend`
+milliseconds and the ratio. The baseline is `fathom.backends.shell.local.LocalShellBackend`
 when it exists, else `subprocess.run("true", shell=True)` (the run says which).
 
     .venv/bin/python benchmarks/sandbox.py [-n 50]
@@ -27,7 +27,7 @@ def _mean_ms(call: Callable[[], object], runs: int) -> float:
 
 def _local_baseline(workspace: str) -> tuple[str, Callable[[], object]]:
     try:
-        from fathom.backends.local_shell import LocalShellBackend
+        from fathom.backends.shell.local import LocalShellBackend
     except ImportError:
         return (
             "subprocess.run('true', shell=True) (LocalShellBackend is missing)",
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("-n", "--runs", type=int, default=50)
     args = parser.parse_args()
 
-    from fathom.backends.bubblewrap import BubblewrapSandbox
+    from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 
     with tempfile.TemporaryDirectory() as workspace:
         sandbox = BubblewrapSandbox(workspace)

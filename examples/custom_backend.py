@@ -29,8 +29,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall
 
 from fathom import create_deep_agent
-from fathom.backends.globbing import GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends._globbing import GlobError, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_path
 from fathom.backends.protocol import (
     BackendProtocol,
     EditResult,

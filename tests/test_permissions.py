@@ -15,7 +15,7 @@ from fathom.backends import (
     StateBackend,
     create_file_data,
 )
-from fathom.permissions import PermissionPolicy, check_permissions_apply
+from fathom.middleware.permissions import PermissionPolicy, check_permissions_apply
 from fathom.testing import ScriptedModel, ai, tool_call
 
 FILES = {

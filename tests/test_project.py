@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from fathom.project import ConfigError, FathomConfig, ProjectSources, load_config, project_sources
+from fathom.cli.project import (
+    ConfigError,
+    FathomConfig,
+    ProjectSources,
+    load_config,
+    project_sources,
+)
 
 
 @pytest.fixture

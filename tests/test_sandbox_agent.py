@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fathom import create_deep_agent
-from fathom.backends.bubblewrap import BubblewrapSandbox
+from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 # -B: no .pyc files, so an edit within the same second as the first run is not masked by

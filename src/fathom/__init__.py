@@ -19,9 +19,9 @@ if TYPE_CHECKING:
         PlanningMiddleware,
     )
     from fathom.middleware.human_in_the_loop import InterruptOnConfig
+    from fathom.middleware.permissions import FilesystemPermission
     from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
     from fathom.models import ModelNotConfiguredError, resolve_model
-    from fathom.permissions import FilesystemPermission
     from fathom.prompt import PromptSection
     from fathom.runs import ThreadBusyError, afinish_pending_step, finish_pending_step
 
@@ -40,7 +40,7 @@ _WHERE = {
     "SubAgentMiddleware": "fathom.middleware.subagents",
     "ModelNotConfiguredError": "fathom.models",
     "resolve_model": "fathom.models",
-    "FilesystemPermission": "fathom.permissions",
+    "FilesystemPermission": "fathom.middleware.permissions",
     "PromptSection": "fathom.prompt",
     "ThreadBusyError": "fathom.runs",
     "afinish_pending_step": "fathom.runs",

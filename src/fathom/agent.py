@@ -28,6 +28,7 @@ from fathom.middleware.human_in_the_loop import (
 )
 from fathom.middleware.memory import MemoryMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
+from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.planning import PlanningMiddleware
 from fathom.middleware.skills import SkillsMiddleware
 from fathom.middleware.subagents import (
@@ -39,7 +40,6 @@ from fathom.middleware.subagents import (
 )
 from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.models import resolve_model
-from fathom.permissions import FilesystemPermission
 from fathom.prompt import (
     BASE_PROMPT,
     AssembledSystemMessage,

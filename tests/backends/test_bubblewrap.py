@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from fathom.backends.bubblewrap import BubblewrapSandbox
 from fathom.backends.protocol import SandboxBackendProtocol
+from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fathom.backends.local_shell import DEFAULT_PATH, LocalShellBackend
 from fathom.backends.protocol import SandboxBackendProtocol, supports_execute
+from fathom.backends.shell.local import DEFAULT_PATH, LocalShellBackend
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 

@@ -13,7 +13,7 @@ import pytest
 
 from fathom.backends import LocalShellBackend
 
-LOGGER = "fathom.backends.local_shell"
+LOGGER = "fathom.backends.shell.local"
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from fathom.backends import _beneath
-from fathom.backends.bubblewrap import BubblewrapSandbox
 from fathom.backends.filesystem import FilesystemBackend
-from fathom.backends.local_shell import LocalShellBackend
+from fathom.backends.shell.bubblewrap import BubblewrapSandbox
+from fathom.backends.shell.local import LocalShellBackend
 
 SECONDS = float(os.environ.get("FATHOM_RACE_SECONDS", "3"))
 SECRET = "TOP SECRET outside the root\n"

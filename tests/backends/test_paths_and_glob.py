@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from fathom.backends.globbing import compile_glob, compile_matcher, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_path
+from fathom.backends._globbing import compile_glob, compile_matcher, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_path
 
 # --------------------------------------------------------------------------- normalize_path
 

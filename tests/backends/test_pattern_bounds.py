@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 from fathom import create_deep_agent, create_file_data
 from fathom.backends import CompositeBackend, FilesystemBackend, StateBackend, StoreBackend
-from fathom.backends.globbing import (
+from fathom.backends._globbing import (
     MAX_BRACE_DEPTH,
     MAX_PATTERN_CHARS,
     GlobBudget,
@@ -33,7 +33,7 @@ from fathom.backends.globbing import (
     compile_matcher,
     glob_matches,
 )
-from fathom.backends.paths import MAX_PATH_DEPTH, PathError, normalize_path
+from fathom.backends._paths import MAX_PATH_DEPTH, PathError, normalize_path
 from fathom.testing import ScriptedModel, ai, tool_call
 
 pytestmark = pytest.mark.timeout(20)

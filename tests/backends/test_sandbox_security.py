@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from fathom.backends.bubblewrap import DEFAULT_SANDBOX_HOST_ID, BubblewrapSandbox
-from fathom.backends.local_shell import LocalShellBackend
+from fathom.backends.shell.bubblewrap import DEFAULT_SANDBOX_HOST_ID, BubblewrapSandbox
+from fathom.backends.shell.local import LocalShellBackend
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 
@@ -146,7 +146,7 @@ def test_workspace_is_nosuid_nodev_and_nested_userns_refused_as_root(workspace: 
 _USER_SCRIPT = textwrap.dedent(
     """
     import json, os, stat, sys
-    from fathom.backends.bubblewrap import BubblewrapSandbox
+    from fathom.backends.shell.bubblewrap import BubblewrapSandbox
     ws = sys.argv[1]
     box = BubblewrapSandbox(ws, timeout=20)
     report = {"ids": list(box.sandbox_ids), "uid": os.getuid()}

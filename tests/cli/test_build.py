@@ -19,7 +19,7 @@ from fathom.cli.build import (
     confinement,
     subagent_specs,
 )
-from fathom.project import ConfigError, FathomConfig, load_config, project_sources
+from fathom.cli.project import ConfigError, FathomConfig, load_config, project_sources
 from fathom.testing import ScriptedModel, ScriptedOpenAIServer, ai, tool_call
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FATHOM_MODEL")

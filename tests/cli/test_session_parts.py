@@ -12,9 +12,9 @@ from fathom.cli.approvals import ask_decisions
 from fathom.cli.build import AgentSetup
 from fathom.cli.display import PlainDisplay
 from fathom.cli.events import EventTranslator, TextDelta, TodosChanged, ToolFinished, ToolStarted
+from fathom.cli.project import load_config, project_sources
 from fathom.cli.session import PendingApproval, Session
 from fathom.cli.threads import ThreadIndex, threads_db_path
-from fathom.project import load_config, project_sources
 from fathom.testing import ScriptedModel, ai, tool_call
 
 

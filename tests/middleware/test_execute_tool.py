@@ -11,7 +11,7 @@ from langchain_core.messages import ToolMessage
 
 from fathom import create_deep_agent
 from fathom.backends.filesystem import FilesystemBackend
-from fathom.backends.local_shell import LocalShellBackend
+from fathom.backends.shell.local import LocalShellBackend
 from fathom.middleware.execute import EXECUTE_PROMPT, EXECUTE_STREAM_EVENT, ExecuteMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
 

@@ -1,10 +1,8 @@
 """Backends: where the agent's files live."""
 
 from fathom.backends.base import BackendBase
-from fathom.backends.bubblewrap import BubblewrapSandbox
 from fathom.backends.composite import CompositeBackend
 from fathom.backends.filesystem import FilesystemBackend
-from fathom.backends.local_shell import LocalShellBackend
 from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.protocol import (
     BackendFactory,
@@ -12,17 +10,22 @@ from fathom.backends.protocol import (
     DeleteResult,
     EditResult,
     ExecuteResponse,
+    FileDownloadResponse,
     FileInfo,
+    FileUploadResponse,
     GlobResult,
     GrepMatch,
     GrepResult,
     LsResult,
     ReadResult,
+    SandboxBackendProtocol,
     WriteResult,
     supports_delete,
     supports_execute,
 )
-from fathom.backends.sandbox_scope import SandboxScope
+from fathom.backends.shell.bubblewrap import BubblewrapSandbox
+from fathom.backends.shell.local import LocalShellBackend
+from fathom.backends.shell.scope import SandboxScope
 from fathom.backends.state import StateBackend
 from fathom.backends.store import StoreBackend
 from fathom.backends.utils import create_file_data

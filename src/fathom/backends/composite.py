@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Self
 
+from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
-from fathom.backends.globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fathom.backends._beneath import Escape, Resolver, close_quietly
-from fathom.backends.globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
+from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,

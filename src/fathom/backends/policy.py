@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Self
 
+from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.base import BackendBase
-from fathom.backends.paths import PathError, normalize_path
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,

@@ -8,9 +8,9 @@ from typing import Any, Self
 from langgraph._internal._constants import CONFIG_KEY_READ
 from langgraph.config import get_config
 
+from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
-from fathom.backends.globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,

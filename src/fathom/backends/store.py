@@ -25,8 +25,8 @@ from typing import Any, Self, TypeVar
 
 from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
 
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
-from fathom.backends.paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,

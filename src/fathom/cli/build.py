@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from fathom.project import ConfigError, FathomConfig, ProjectSources, SandboxKind
+from fathom.cli.project import ConfigError, FathomConfig, ProjectSources, SandboxKind
 
 __all__ = [
     "DEFAULT_APPROVALS",

@@ -134,7 +134,7 @@ def _scripted_answer(out: TextIO) -> Callable[[str], str]:
 
 def _setup(project: Path, home: Path, model: ScriptedModel) -> Any:
     from fathom.cli.build import AgentSetup
-    from fathom.project import load_config, project_sources
+    from fathom.cli.project import load_config, project_sources
 
     config = load_config(project, home)
     return AgentSetup(project_dir=project, home=home, config=config,

@@ -100,9 +100,9 @@ def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
         subagent_specs,
     )
     from fathom.cli.display import PlainDisplay, make_display
+    from fathom.cli.project import ConfigError, load_config, project_sources
     from fathom.cli.session import Session
     from fathom.cli.threads import threads_db_path
-    from fathom.project import ConfigError, load_config, project_sources
 
     project = _project(args)
     home = Path.home()
@@ -128,7 +128,7 @@ def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
         subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
         # The command states the confinement itself (`confinement`), once, before the first
         # turn; the backend's construction warning would repeat it on every turn.
-        logging.getLogger("fathom.backends.local_shell").setLevel(logging.ERROR)
+        logging.getLogger("fathom.backends.shell.local").setLevel(logging.ERROR)
         session = Session(setup, threads_db_path(project, home), display)
     except (ConfigError, ModelSetupError, RuntimeError) as error:
         raise SetupError(str(error)) from error

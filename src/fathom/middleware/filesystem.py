@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from fathom.backends.paths import PathError, normalize_path
+from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import BackendProtocol, resolve_backend
 from fathom.backends.state import StateBackend
@@ -30,7 +30,11 @@ from fathom.middleware.fs_answers import (
     read_answer,
     write_message,
 )
-from fathom.permissions import FilesystemPermission, PermissionPolicy, check_permissions_apply
+from fathom.middleware.permissions import (
+    FilesystemPermission,
+    PermissionPolicy,
+    check_permissions_apply,
+)
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 

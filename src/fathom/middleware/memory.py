@@ -25,12 +25,12 @@ from langchain.agents.middleware.types import (
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from fathom.backends.paths import PathError, normalize_path
+from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, resolve_backend
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
-from fathom.permissions import FilesystemPermission, PermissionPolicy
+from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
 from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [

@@ -28,7 +28,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from fathom.permissions import FilesystemPermission
+from fathom.middleware.permissions import FilesystemPermission
 from fathom.state import FileData
 
 __all__ = [

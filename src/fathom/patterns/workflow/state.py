@@ -14,14 +14,14 @@ from langgraph.config import get_stream_writer
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 
-from fathom.patterns.workflow_contracts import (
+from fathom.patterns.workflow.contracts import (
     CheckVerdict,
     Clarification,
     Plan,
     SubTask,
     TaskResult,
 )
-from fathom.patterns.workflow_workers import Emit
+from fathom.patterns.workflow.workers import Emit
 
 __all__ = [
     "CHECKPOINT_TYPES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from fathom.patterns.workflow_contracts import ActionRegistry, SubTask
+from fathom.patterns.workflow.contracts import ActionRegistry, SubTask
 
 __all__ = ["PlanOrderError", "compute_waves", "task_dependencies"]
 

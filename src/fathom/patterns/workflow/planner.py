@@ -18,17 +18,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, create_model
 
-from fathom.patterns.workflow_contracts import (
+from fathom.patterns.workflow.contracts import (
     ActionRegistry,
     Clarification,
     Plan,
     SubTask,
     TaskResult,
 )
-from fathom.patterns.workflow_prompts import planner_messages
-from fathom.patterns.workflow_state import WorkflowState, emitter, kept_results
-from fathom.patterns.workflow_structured import StructuredCall, StructuredOutputError
-from fathom.patterns.workflow_waves import PlanOrderError, compute_waves, task_dependencies
+from fathom.patterns.workflow.prompts import planner_messages
+from fathom.patterns.workflow.state import WorkflowState, emitter, kept_results
+from fathom.patterns.workflow.structured import StructuredCall, StructuredOutputError
+from fathom.patterns.workflow.waves import PlanOrderError, compute_waves, task_dependencies
 
 __all__ = ["PlannerNode"]
 

@@ -28,8 +28,8 @@ from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 
-from fathom.patterns.workflow_contracts import Action, TaskResult, WorkItem
-from fathom.patterns.workflow_structured import named_config
+from fathom.patterns.workflow.contracts import Action, TaskResult, WorkItem
+from fathom.patterns.workflow.structured import named_config
 
 __all__ = ["Emit", "Worker", "WorkerRunner", "render_task"]
 

@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
-from fathom.patterns.workflow_contracts import ActionRegistry, SubTask, TaskResult, WorkItem
-from fathom.patterns.workflow_state import WorkflowState, emitter
-from fathom.patterns.workflow_workers import Emit, WorkerRunner
+from fathom.patterns.workflow.contracts import ActionRegistry, SubTask, TaskResult, WorkItem
+from fathom.patterns.workflow.state import WorkflowState, emitter
+from fathom.patterns.workflow.workers import Emit, WorkerRunner
 
 __all__ = ["Dispatcher"]
 

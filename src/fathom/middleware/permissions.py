@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fathom.backends.globbing import GlobError, compile_glob
+from fathom.backends._globbing import GlobError, compile_glob
 from fathom.backends.policy import BackendPolicy, FileOperation
 from fathom.backends.protocol import supports_execute
 

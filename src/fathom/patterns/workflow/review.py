@@ -14,10 +14,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from fathom.patterns.workflow_contracts import CheckVerdict
-from fathom.patterns.workflow_prompts import checker_messages, reporter_messages
-from fathom.patterns.workflow_state import WorkflowState, emitter
-from fathom.patterns.workflow_structured import (
+from fathom.patterns.workflow.contracts import CheckVerdict
+from fathom.patterns.workflow.prompts import checker_messages, reporter_messages
+from fathom.patterns.workflow.state import WorkflowState, emitter
+from fathom.patterns.workflow.structured import (
     StructuredCall,
     StructuredOutputError,
     named_config,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from fathom.patterns.workflow_contracts import (
+from fathom.patterns.workflow.contracts import (
     ActionRegistry,
     CheckVerdict,
     Clarification,

@@ -47,7 +47,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
 
 from fathom.models import resolve_model
-from fathom.patterns.workflow_contracts import (
+from fathom.patterns.workflow.contracts import (
     Action,
     ActionRegistry,
     CheckVerdict,
@@ -59,19 +59,19 @@ from fathom.patterns.workflow_contracts import (
     TaskStatus,
     WorkItem,
 )
-from fathom.patterns.workflow_dispatch import Dispatcher
-from fathom.patterns.workflow_planner import PlannerNode
-from fathom.patterns.workflow_review import CheckerNode, ReporterNode
-from fathom.patterns.workflow_state import (
+from fathom.patterns.workflow.dispatch import Dispatcher
+from fathom.patterns.workflow.planner import PlannerNode
+from fathom.patterns.workflow.review import CheckerNode, ReporterNode
+from fathom.patterns.workflow.state import (
     CHECKPOINT_TYPES,
     WorkflowInput,
     WorkflowState,
     WorkflowStatus,
     merge_results,
 )
-from fathom.patterns.workflow_structured import StructuredOutputError
-from fathom.patterns.workflow_waves import PlanOrderError, compute_waves
-from fathom.patterns.workflow_workers import Worker, WorkerRunner, render_task
+from fathom.patterns.workflow.structured import StructuredOutputError
+from fathom.patterns.workflow.waves import PlanOrderError, compute_waves
+from fathom.patterns.workflow.workers import Worker, WorkerRunner, render_task
 
 __all__ = [
     "CHECKPOINT_TYPES",
