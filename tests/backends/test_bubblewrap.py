@@ -273,7 +273,8 @@ def test_fork_bomb_is_bounded_and_the_host_survives(sandbox: BubblewrapSandbox) 
     bomb = f"{marker}(){{ {marker}|{marker}& }}; {marker}; exec sleep 30"
     result = sandbox.execute(bomb, timeout=3)
     assert result.exit_code is None
-    assert "timeout" in result.output
+    # Killed at the timeout, or first at the output cap by the flood of "Cannot fork".
+    assert "timeout" in result.output or result.truncated
     if sandbox.process_limit != "none":
         assert "Cannot fork" in result.output
     assert _no_process("sleep 30")

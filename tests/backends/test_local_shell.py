@@ -15,22 +15,35 @@ from fathom.backends.shell.local import DEFAULT_PATH, LocalShellBackend
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
-def alive(pid: int) -> bool:
-    """Whether `pid` is a running (not zombie) process."""
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def started_at(pid: int) -> str | None:
+    """The process's start time in clock ticks: with the pid, who it is (pids are reused)."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields else None
+
+
+def alive(pid: int, start: str | None = None) -> bool:
+    """Whether `pid` is a running (not zombie) process (the one that started at `start`)."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    return start is None or fields[19] == start
 
 
-def gone(pid: int, within: float = 5.0) -> bool:
+def gone(pid: int, within: float = 5.0, start: str | None = None) -> bool:
     end = time.monotonic() + within
     while time.monotonic() < end:
-        if not alive(pid):
+        if not alive(pid, start):
             return True
         time.sleep(0.02)
-    return not alive(pid)
+    return not alive(pid, start)
 
 
 def read_pid(path: Path, within: float = 5.0) -> int:
@@ -221,13 +234,20 @@ def test_cancelling_aexecute_kills_the_process_group(tmp_path: Path) -> None:
             if pid_file.exists() and pid_file.read_text().strip():
                 break
             await asyncio.sleep(0.02)
+        # Who they are, before the kill: a loaded machine may hand a freed pid to another
+        # process within the test's wait.
+        for name in ("pid", "child.pid"):
+            pid = read_pid(tmp_path / name)
+            started[name] = (pid, started_at(pid))
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
+    started: dict[str, tuple[int, str | None]] = {}
     asyncio.run(main())
-    assert gone(read_pid(tmp_path / "pid"))
-    assert gone(read_pid(tmp_path / "child.pid"))
+    for name in ("pid", "child.pid"):
+        pid, start = started[name]
+        assert gone(pid, start=start), name
 
 
 # ---------------------------------------------------------------------- file transfer
