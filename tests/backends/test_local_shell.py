@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fathom.backends.errors import ErrorKind
 from fathom.backends.protocol import SandboxBackendProtocol, supports_execute
 from fathom.backends.shell.local import DEFAULT_PATH, LocalShellBackend
 
@@ -106,15 +107,17 @@ def test_constructor_validates(tmp_path: Path) -> None:
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
     result = shell.execute("echo started; sleep 100 & echo $! > child.pid; sleep 100; wait")
-    assert result.exit_code is None
-    assert result.output == "started\n[killed after 1 s]"
+    assert result.exit_code == 124  # GNU timeout's code; the output so far is kept
+    assert result.output == "started\n[killed: the command ran past its 1s timeout]"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
 def test_per_call_timeout_overrides_default(shell: LocalShellBackend) -> None:
     result = shell.execute("sleep 30", timeout=0.5)
-    assert result.exit_code is None
-    assert result.output == "[killed after 0.5 s]"
+    assert result.exit_code == 124
+    assert result.output == "[killed: the command ran past its 0.5s timeout]"
+    # as a keyword, the way the reference API passes it
+    assert shell.execute("sleep 30", timeout=0.5).exit_code == 124
 
 
 def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
@@ -131,19 +134,20 @@ def test_output_over_the_cap_is_truncated_fast(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=10_000)
     result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes' | head -c 5000000")
     assert result.truncated
-    assert result.exit_code == 0
+    assert result.exit_code == 137  # killed at the capture cap (128 + SIGKILL)
     assert result.output.startswith("y\ny\n")
-    assert len(result.output) < 10_200
-    assert result.output.endswith("[output truncated: showing the first 10,000 of 5,000,000 bytes]")
+    kept, _, note = result.output.rpartition("\n")
+    assert len(kept) == 10_000 - 1  # the cap, less the newline the note replaces
+    assert note == "[output passed 10,000 bytes, so the command was killed; the output stops there]"
     assert gone(read_pid(tmp_path / "yes.pid"))
 
 
-def test_draining_lets_the_command_finish(tmp_path: Path) -> None:
+def test_the_capture_cap_stops_a_runaway_command(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, max_output_bytes=1_000)
-    result = shell.execute("head -c 1000000 /dev/zero | tr '\\0' a; echo finished > done.txt")
-    assert result.exit_code == 0
+    result = shell.execute("yes; echo finished > done.txt")
+    assert result.exit_code == 137
     assert result.truncated
-    assert (tmp_path / "done.txt").read_text() == "finished\n"
+    assert not (tmp_path / "done.txt").exists()  # killed, not drained forever
 
 
 def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
@@ -153,7 +157,7 @@ def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
         "echo one; sleep 0.2; echo two; head -c 200 /dev/zero", on_output=chunks.append
     )
     assert len(chunks) >= 2
-    assert "".join(chunks) == result.output.split("\n[output truncated")[0]
+    assert "".join(chunks) == result.output.split("\n[output passed")[0]
 
 
 def test_a_failing_listener_does_not_break_the_command(shell: LocalShellBackend) -> None:
@@ -201,8 +205,8 @@ def test_aexecute_output_and_exit_code(tmp_path: Path) -> None:
 def test_aexecute_timeout_kills_the_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
     result = asyncio.run(shell.aexecute("sleep 100 & echo $! > child.pid; sleep 100; wait"))
-    assert result.exit_code is None
-    assert result.output == "[killed after 1 s]"
+    assert result.exit_code == 124
+    assert result.output == "[killed: the command ran past its 1s timeout]"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
@@ -215,7 +219,7 @@ def test_aexecute_truncates_and_background_jobs_do_not_hold_it(tmp_path: Path) -
         return big, bg
 
     big, bg = asyncio.run(main())
-    assert big.truncated and big.exit_code == 0
+    assert big.truncated and big.exit_code == 137
     assert (bg.output, bg.exit_code) == ("ok\n", 0)
     pid = read_pid(tmp_path / "bg.pid")
     assert alive(pid)  # the call came back while its background job still runs
@@ -261,8 +265,8 @@ def test_upload_and_download_round_trip_in_virtual_mode(tmp_path: Path) -> None:
     assert shell.execute("cat b.txt").output == "hi"
     downloaded = shell.download_files(["/data/a.bin", "/missing.txt", "/data"])
     assert downloaded[0].content == b"\x00\x01bytes" and downloaded[0].error is None
-    assert downloaded[1].content is None and "not found" in (downloaded[1].error or "")
-    assert "directory" in (downloaded[2].error or "")
+    assert (downloaded[1].content, downloaded[1].error) == (None, "file_not_found")
+    assert downloaded[2].error == "is_directory"
 
 
 def test_upload_overwrites_and_keeps_mode(tmp_path: Path) -> None:
@@ -282,16 +286,31 @@ def test_upload_refuses_bad_paths_and_content(tmp_path: Path) -> None:
     results = shell.upload_files(
         [("/../escape.txt", b"x"), ("/ok.txt", "not bytes"), ("/dir", b"x")]  # type: ignore[list-item]
     )
-    assert all(r.error for r in results)
-    assert "bytes" in (results[1].error or "")
-    assert "directory" in (results[2].error or "")
+    # The Deep Agents API's error values (ErrorKind is a str enum with those values).
+    assert [r.error for r in results] == ["invalid_path", "invalid_path", "is_directory"]
     assert not (tmp_path.parent / "escape.txt").exists()
     (escaped,) = shell.download_files(["/../etc/passwd"])
-    assert escaped.content is None and escaped.error
+    assert (escaped.content, escaped.error) == (None, ErrorKind.INVALID)
+    (tmp_path / "out-link").symlink_to("/etc", target_is_directory=True)
+    assert shell.upload_files([("/out-link/x", b"x")])[0].error == ErrorKind.OUTSIDE_ROOT
+    assert shell.download_files(["/out-link/hostname"])[0].error == ErrorKind.OUTSIDE_ROOT
+
+
+def test_file_tools_are_confined_unless_virtual_mode_false_is_passed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    root = tmp_path / "root"
+    root.mkdir()
+    shell = LocalShellBackend(root)  # the default: confined, as FilesystemBackend's
+    assert shell.virtual_mode is True
+    assert shell.write(str(outside), "x").path == str(outside)  # a virtual path in the root
+    assert not outside.exists()
+    assert (root / str(outside).lstrip("/")).read_text() == "x"
+    assert shell.upload_files([(str(outside), b"y")])[0].error is None
+    assert not outside.exists()
 
 
 def test_non_virtual_paths_are_real_paths(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path)
+    shell = LocalShellBackend(root_dir=tmp_path, virtual_mode=False)
     absolute = str(tmp_path / "abs.txt")
     assert shell.upload_files([(absolute, b"A"), ("rel.txt", b"R")])[1].error is None
     assert (tmp_path / "rel.txt").read_bytes() == b"R"

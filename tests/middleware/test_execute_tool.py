@@ -67,17 +67,47 @@ def test_timeout_argument_kills_the_command(mode: str, tmp_path: Path) -> None:
     call = tool_call("execute", {"command": "echo start; sleep 30", "timeout": 1})
     message, _ = run(mode, backend, call)
     assert message.status == "error"
-    assert message.text.startswith("start\n[killed after 1 s]\n")
-    assert message.text.endswith("[no exit code: the command was killed at its timeout]")
+    assert message.text == "start\n[killed: the command ran past its 1s timeout]\n[exit code 124]"
 
 
-def test_truncated_output_is_flagged(mode: str, tmp_path: Path) -> None:
+def test_output_past_the_capture_cap_is_stopped_and_flagged(mode: str, tmp_path: Path) -> None:
     backend = LocalShellBackend(root_dir=tmp_path, max_output_bytes=2_000)
-    message, _ = run(mode, backend, tool_call("execute", {"command": "yes | head -c 100000"}))
-    assert message.status == "success"
-    assert len(message.text) < 2_400
-    assert "[output truncated" in message.text
-    assert message.text.endswith("[exit code 0]")
+    message, _ = run(mode, backend, tool_call("execute", {"command": "yes"}))
+    assert message.status == "error"
+    assert len(message.text) < 2_600
+    assert "stopped at the backend's output capture cap" in message.text
+    assert message.text.endswith("[exit code 137]")
+
+
+def _numbered(count: int) -> str:
+    return "".join(f"line {n:05d}\n" for n in range(1, count + 1))
+
+
+def test_long_output_is_offloaded_to_a_file_the_model_pages(mode: str, tmp_path: Path) -> None:
+    """Output past the inline limit is not lost: its head and tail are shown, the whole
+    capture is saved under /large_tool_results/, and read_file pages it."""
+    backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    path = "/large_tool_results/execute_big.txt"
+    replies = [
+        ai("", tool_call("execute", {"command": "seq -f 'line %05g' 1 20000"}, id="big")),
+        ai("", tool_call("read_file", {"file_path": path, "offset": 12344, "limit": 3})),
+        ai(FINAL),
+    ]
+    model = ScriptedModel(replies=replies)
+    middleware = [ExecuteMiddleware(backend=backend, max_inline_chars=1_000)]
+    agent = create_deep_agent(model, backend=backend, middleware=middleware)
+    result = asyncio.run(agent.ainvoke(GO)) if mode == "ainvoke" else agent.invoke(GO)
+    answer, page = [m for m in result["messages"] if m.type == "tool"]
+    assert answer.status == "success"
+    assert answer.text.startswith("line 00001\nline 00002\n")
+    assert f"saved at {path}" in answer.text
+    assert "20,000 lines" in answer.text
+    assert answer.text.endswith("line 19999\nline 20000\n[exit code 0]")
+    assert len(answer.text) < 1_400
+    saved = (tmp_path / "large_tool_results" / "execute_big.txt").read_text()
+    assert saved == _numbered(20_000)  # the whole output, not the part shown
+    assert "line 12345" in page.text and "line 12347" in page.text
+    assert "line 12348" not in page.text
 
 
 def test_no_output_says_so(mode: str, tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
 """The `execute` tool: run a shell command in a backend that can (`SandboxBackendProtocol`).
 
 The tool answers with the command's combined output, then its exit code; a non-zero exit
-(or a command killed at its timeout) is an error result. While the command runs, each
+(124: killed at its timeout) is an error result. Output longer than the inline limit is
+not cut: the whole capture is saved under `/large_tool_results/` on the agent's backend
+(where the summarization offload puts big tool results too) and the answer shows its head
+and tail and the path, which `read_file` pages with offset and limit. While the command runs, each
 piece of output is sent as a custom stream event, so `stream_mode="custom"` shows progress:
 `{"type": "execute_output", "tool_call_id": ..., "chunk": ...}`.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +21,7 @@ from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from fathom.backends.protocol import (
@@ -26,6 +31,7 @@ from fathom.backends.protocol import (
     supports_execute,
 )
 from fathom.middleware.fs_answers import error_message
+from fathom.middleware.summarization import OFFLOAD_DIR
 from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
@@ -40,12 +46,13 @@ __all__ = [
 EXECUTE_STREAM_EVENT = "execute_output"
 """The `type` of the custom stream events that carry a running command's output."""
 
-EXECUTE_OUTPUT_CHARS = 100_000
-"""The tool answer keeps at most this many characters of output (whatever the backend)."""
+EXECUTE_OUTPUT_CHARS = 30_000
+"""Output up to this many characters is shown inline; longer output is saved to a file and
+the answer shows its head and tail (the default of `ExecuteMiddleware(max_inline_chars=)`)."""
 
 EXECUTE_PROMPT = """## Shell
 
-You can run shell commands with `execute`. Each call starts a fresh `sh` in the workspace directory, so `cd` and variables do not carry over: chain steps with `&&`. Prefer short, non-interactive commands (no editors or prompts), and pass `timeout` (seconds) for slow builds or tests; a command still running at its timeout is killed. The answer is the combined stdout and stderr, cut when very long (send long output to a file and read it with `read_file`), followed by the exit code. Check the exit code before you rely on a command's result."""  # noqa: E501
+You can run shell commands with `execute`. Each call starts a fresh `sh` in the workspace directory, so `cd` and variables do not carry over: chain steps with `&&`. Prefer short, non-interactive commands (no editors or prompts), and pass `timeout` (seconds) for slow builds or tests; a command still running at its timeout is killed. The answer is the combined stdout and stderr followed by the exit code (124: killed at its timeout); very long output is saved to a file whose head and tail you see, and you page the rest with `read_file` (offset and limit) or search it with `grep`. Check the exit code before you rely on a command's result."""  # noqa: E501
 
 EXECUTE_DESCRIPTION = (
     "Run a shell command in the workspace and return its combined stdout/stderr and exit "
@@ -63,20 +70,30 @@ class ExecuteInput(BaseModel):
     )
 
 
-def execute_answer(response: ExecuteResponse, runtime: ToolRuntime) -> ToolMessage:
-    """The tool answer: bounded output, a truncation note, then the exit code."""
+def execute_answer(
+    response: ExecuteResponse,
+    runtime: ToolRuntime,
+    *,
+    max_inline_chars: int = EXECUTE_OUTPUT_CHARS,
+    saved_at: str | None = None,
+    save_error: str | None = None,
+) -> ToolMessage:
+    """The tool answer: the output (head and tail when longer than `max_inline_chars`,
+    with where the whole output was saved, or why it could not be), then the exit code."""
     output = response.output
-    cut = len(output) > EXECUTE_OUTPUT_CHARS
-    if cut:
-        output = output[:EXECUTE_OUTPUT_CHARS]
-    parts = [output.rstrip("\n") if output.strip() else "(no output)"]
-    if cut or response.truncated:
+    parts: list[str] = []
+    if len(output) > max_inline_chars:
+        parts.append(_head_and_tail(output, max_inline_chars, saved_at, save_error))
+    else:
+        parts.append(output.rstrip("\n") if output.strip() else "(no output)")
+    if response.truncated:
         parts.append(
-            "[output truncated: send long output to a file (`cmd > out.txt 2>&1`) and read "
-            "it with read_file, or narrow it with head, tail or grep]"
+            "[the command was stopped at the backend's output capture cap; send long output "
+            "to a file (`cmd > out.txt 2>&1`) and page it with read_file, or narrow it with "
+            "head, tail or grep]"
         )
     if response.exit_code is None:
-        parts.append("[no exit code: the command was killed at its timeout]")
+        parts.append("[no exit code: the command did not finish]")
     else:
         parts.append(f"[exit code {response.exit_code}]")
     return ToolMessage(
@@ -85,6 +102,50 @@ def execute_answer(response: ExecuteResponse, runtime: ToolRuntime) -> ToolMessa
         name="execute",
         status="success" if response.exit_code == 0 else "error",
     )
+
+
+def _head_and_tail(output: str, limit: int, saved_at: str | None, save_error: str | None) -> str:
+    head = output[: limit // 2]
+    tail = output[len(output) - limit // 2 :]
+    lines = output.count("\n") + (not output.endswith("\n"))
+    omitted = len(output) - len(head) - len(tail)
+    if saved_at is not None:
+        where = (
+            f"the whole output ({len(output):,} characters, {lines:,} lines) is saved at "
+            f"{saved_at}: page it with read_file (offset and limit, in lines) or search it "
+            "with grep"
+        )
+    else:
+        where = f"the whole output could not be saved ({save_error or 'no backend'})"
+    return f"{head}\n[... {omitted:,} characters omitted; {where} ...]\n{tail.rstrip(chr(10))}"
+
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _offload_path(runtime: ToolRuntime) -> str:
+    call_id = _UNSAFE_ID.sub("_", str(runtime.tool_call_id or "call"))[:100]
+    return f"{OFFLOAD_DIR}/execute_{call_id}.txt"
+
+
+def _answer(
+    response: ExecuteResponse, runtime: ToolRuntime, limit: int, written: Any, path: str, note: str
+) -> Any:
+    """The answer message (a `Command` when the saved file is a state update)."""
+    error = getattr(written, "error", None) if written is not None else None
+    saved = written is not None and not error
+    message = execute_answer(
+        response,
+        runtime,
+        max_inline_chars=limit,
+        saved_at=path if saved else None,
+        save_error=str(error) if error else None,
+    )
+    message = _with_note(message, note)
+    files_update = getattr(written, "files_update", None) if saved else None
+    if files_update:
+        return Command(update={"files": files_update, "messages": [message]})
+    return message
 
 
 def _cannot_execute(runtime: ToolRuntime) -> ToolMessage:
@@ -162,14 +223,19 @@ def _call_kwargs(method: Any, timeout: float | None, runtime: ToolRuntime) -> di
 
 
 def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
+    limit = middleware.max_inline_chars
+
     def execute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
         backend = resolve_backend(middleware.backend, runtime)
         if not supports_execute(backend):
             return _cannot_execute(runtime)
         run = backend.execute  # type: ignore[attr-defined]
         seconds, note = _capped(timeout, middleware, backend)
-        answer = execute_answer(run(command, **_call_kwargs(run, seconds, runtime)), runtime)
-        return _with_note(answer, note)
+        response = run(command, **_call_kwargs(run, seconds, runtime))
+        written, path = None, _offload_path(runtime)
+        if len(response.output) > limit:
+            written = _save(lambda: backend.write(path, response.output))
+        return _answer(response, runtime, limit, written, path, note)
 
     async def aexecute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
         backend = resolve_backend(middleware.backend, runtime)
@@ -182,7 +248,14 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
             response = await asyncio.to_thread(sync, command, seconds)
         else:
             response = await run(command, **_call_kwargs(run, seconds, runtime))
-        return _with_note(execute_answer(response, runtime), note)
+        written, path = None, _offload_path(runtime)
+        if len(response.output) > limit:
+            awrite = getattr(backend, "awrite", None)
+            if awrite is None:
+                written = _save(lambda: backend.write(path, response.output))
+            else:
+                written = await _asave(awrite(path, response.output))
+        return _answer(response, runtime, limit, written, path, note)
 
     return StructuredTool.from_function(
         name="execute",
@@ -192,6 +265,28 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         args_schema=ExecuteInput,
         infer_schema=False,
     )
+
+
+class _SaveFailed:
+    """Stands in for a write result when the backend raised instead of answering."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = f"{type(error).__name__}: {error}"
+        self.files_update = None
+
+
+def _save(write: Callable[[], Any]) -> Any:
+    try:
+        return write()
+    except Exception as error:  # a broken backend must not lose the command's answer
+        return _SaveFailed(error)
+
+
+async def _asave(pending: Any) -> Any:
+    try:
+        return await pending
+    except Exception as error:
+        return _SaveFailed(error)
 
 
 class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
@@ -209,6 +304,11 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
             `timeout` is lowered to it and the answer says so. The backend's own
             `max_timeout` (the built-in backends' default is their `timeout`) caps it too;
             `None` leaves only the backend's.
+        max_inline_chars: Output up to this many characters is shown whole; longer output
+            is written to `/large_tool_results/execute_<tool call id>.txt` on the backend
+            (with `write`) and the answer shows its first and last `max_inline_chars / 2`
+            characters and the path. How much a command may print at all is the backend's
+            capture cap (`max_output_bytes` on the built-in shells), past which it is killed.
     """
 
     def __init__(
@@ -218,8 +318,16 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
         system_prompt: str | None = None,
         tool_description: str | None = None,
         max_timeout: float | None = None,
+        max_inline_chars: int = EXECUTE_OUTPUT_CHARS,
     ) -> None:
         super().__init__()
+        if isinstance(max_inline_chars, bool) or not (
+            isinstance(max_inline_chars, int) and max_inline_chars >= 100
+        ):
+            raise ValueError(
+                f"max_inline_chars must be an int of at least 100, not {max_inline_chars!r}."
+            )
+        self.max_inline_chars: int = max_inline_chars
         if max_timeout is not None and _cap(max_timeout) is None:
             raise ValueError(
                 f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."

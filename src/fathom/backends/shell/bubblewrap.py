@@ -16,20 +16,17 @@ See `docs/security.md` for the threat model.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import errno
 import logging
 import os
 import secrets
-import selectors
 import shutil
-import signal
 import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from fathom.backends.filesystem import FilesystemBackend
@@ -37,6 +34,13 @@ from fathom.backends.protocol import (
     ExecuteResponse,
     FileDownloadResponse,
     FileUploadResponse,
+)
+from fathom.backends.shell._runner import (
+    OutputCallback,
+    arun_process,
+    check_request,
+    kill_group,
+    run_process,
 )
 
 __all__ = ["DEFAULT_SANDBOX_HOST_ID", "WORKSPACE", "BubblewrapSandbox"]
@@ -54,6 +58,9 @@ DEFAULT_SANDBOX_HOST_ID = 2_000_000_000
 
 A dedicated id no account uses: above the ranges systemd and `/etc/subuid` hand out for
 containers (up to 0x6FFFFFFF) and below 2**31 (tools that read uids as signed ints)."""
+
+DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
+"""Output captured per command by default; past it the sandbox is killed."""
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -95,12 +102,6 @@ _KERNEL_KNOBS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 _HOLD = "/tmp/fathom-workspace"
 """Root only: where the first, privileged stage shows the workspace to the unprivileged one."""
 
-_DRAIN_GRACE = 2.0
-"""Seconds to keep reading after a kill, until every writer of the pipe is gone."""
-
-_SELECT_MAX = 1.0
-"""Longest single wait on the output pipe (huge waits overflow `epoll`'s millisecond int)."""
-
 _DISK_POLL = 0.5
 """Seconds between two measurements of the workspace while a command runs (at least)."""
 
@@ -110,17 +111,6 @@ _probed: dict[tuple[str, int, int], bool] = {}
 """Per (bwrap, host uid, host gid): whether `--disable-userns` works."""
 _probe_lock = threading.Lock()
 _cgroup_warned: set[str] = set()
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the process group led by `pid` (the outer `bwrap`).
-
-    The sandboxed command runs in its own pid namespace under `bwrap`'s init with
-    `--die-with-parent`: once `bwrap` dies the namespace's init dies and the kernel kills
-    every process left in the namespace, including ones that called `setsid`.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------- cgroups
@@ -374,7 +364,9 @@ class _DiskGuard:
             if _sweep(self.root, strip=False) - self.baseline > self.budget:
                 self.tripped = True
                 assert self._pid is not None
-                _kill_group(self._pid)
+                # bwrap leads the group; with `--die-with-parent` its pid namespace (every
+                # sandboxed process, `setsid` ones too) dies with it.
+                kill_group(self._pid)
                 return
             wait = max(_DISK_POLL, 2 * (time.monotonic() - began))
 
@@ -382,53 +374,6 @@ class _DiskGuard:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-
-
-# ---------------------------------------------------------------------- output
-
-
-class _Output:
-    """Output kept up to `limit` bytes; what comes after is counted and dropped."""
-
-    def __init__(self, limit: int, listener: Callable[[str], None] | None = None) -> None:
-        self.limit = limit
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.truncated = False
-        self.listener = listener
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, chunk: bytes) -> bool:
-        """Keep `chunk` (or the part that fits); `False` once the cap is exceeded."""
-        room = self.limit - self.size
-        if len(chunk) > room:
-            chunk = chunk[: max(room, 0)]
-            self.truncated = True
-        self.chunks.append(chunk)
-        self.size += len(chunk)
-        if self.listener is not None and chunk:
-            try:
-                self.listener(self._decoder.decode(chunk))
-            except Exception:  # a failing listener must not break the command
-                self.listener = None
-        return not self.truncated
-
-    def response(self, exit_code: int | None, notes: Sequence[str]) -> ExecuteResponse:
-        data = b"".join(self.chunks)
-        if self.truncated:
-            # The notice fits inside the cap too: the response never exceeds `limit` bytes.
-            cut = f"[output truncated at {self.limit:,} bytes; the command was killed]"
-            notice = "\n".join(["", cut, *notes])
-            data = data[: max(self.limit - len(notice.encode()), 0)]
-            return ExecuteResponse(
-                output=data.decode("utf-8", errors="ignore") + notice,
-                exit_code=exit_code,
-                truncated=True,
-            )
-        text = data.decode("utf-8", errors="replace")
-        if notes:
-            text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes)
-        return ExecuteResponse(output=text, exit_code=exit_code, truncated=self.truncated)
 
 
 def _positive(value: object) -> bool:
@@ -504,7 +449,7 @@ class BubblewrapSandbox(FilesystemBackend):
         *,
         timeout: float = 120,
         max_timeout: float | None = None,
-        max_output_bytes: int = 100_000,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         network: bool = False,
         max_processes: int = 256,
         max_memory_mb: int = 2048,
@@ -760,35 +705,9 @@ class BubblewrapSandbox(FilesystemBackend):
                 "clone of user namespaces (e.g. docker --security-opt seccomp=unconfined)."
             )
 
-    def _check(self, command: object, timeout: object) -> ExecuteResponse | tuple[float, str]:
-        """The timeout to use and a note when it was capped, or an error response."""
-        if not isinstance(command, str) or not command.strip():
-            return ExecuteResponse(output="Error: the command is empty.", exit_code=1)
-        if "\x00" in command:
-            return ExecuteResponse(output="Error: the command contains a NUL byte.", exit_code=1)
-        if timeout is None:
-            return self.timeout, ""
-        # Any positive number is accepted (infinity too): above the cap it is lowered.
-        if not (
-            isinstance(timeout, int | float)
-            and not isinstance(timeout, bool)
-            and timeout == timeout  # not NaN
-            and timeout > 0
-        ):
-            return ExecuteResponse(
-                output=f"Error: timeout must be a positive number of seconds, not {timeout!r}.",
-                exit_code=1,
-            )
-        if timeout > self.max_timeout:  # type: ignore[operator]
-            return self.max_timeout, (
-                f"[timeout {timeout:g}s is above this sandbox's limit; it ran with "
-                f"{self.max_timeout:g}s]"
-            )
-        return float(timeout), ""  # type: ignore[arg-type]
-
     def _prepare(self, command: str, timeout: object) -> ExecuteResponse | _Run:
         """Everything one command needs, made in order; undone by `_finish` on any error."""
-        checked = self._check(command, timeout)
+        checked = check_request(command, timeout, self.timeout, self.max_timeout)
         if isinstance(checked, ExecuteResponse):
             return checked
         seconds, note = checked
@@ -831,13 +750,6 @@ class BubblewrapSandbox(FilesystemBackend):
             )
         _sweep(self.root_dir, strip=True)
 
-    @staticmethod
-    def _final_code(returncode: int, output: _Output) -> int | None:
-        """The exit status; `None` when the output cap made us kill the command."""
-        if output.truncated and returncode == -signal.SIGKILL:
-            return None
-        return 128 - returncode if returncode < 0 else returncode
-
     # ------------------------------------------------------------------ execute
 
     def execute(
@@ -845,159 +757,73 @@ class BubblewrapSandbox(FilesystemBackend):
         command: str,
         timeout: float | None = None,
         *,
-        on_output: Callable[[str], None] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecuteResponse:
         """Run `command` with `/bin/sh -c` in a fresh sandbox; never raises for the command.
 
         Output is stdout and stderr combined; `on_output` receives it as it arrives. At the
-        timeout the sandbox is killed and `exit_code` is `None`; past `max_output_bytes` it
-        is killed and `truncated=True`. A `timeout` above `max_timeout` is lowered to it
-        (the output says so).
+        timeout the sandbox is killed and `exit_code` is 124 (the output so far is kept);
+        past `max_output_bytes` it is killed and `truncated=True`. A `timeout` above
+        `max_timeout` is lowered to it (the output says so).
         """
         run = self._prepare(command, timeout)
         if isinstance(run, ExecuteResponse):
             return run
-        output = _Output(self.max_output_bytes, on_output)
         try:
-            try:
-                proc = subprocess.Popen(
-                    run.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    env=self._environment(),
-                    start_new_session=True,
-                )
-            except OSError as error:
-                return ExecuteResponse(output=f"Error: could not start bwrap: {error}", exit_code=1)
-            if run.guard is not None:
-                run.guard.start(proc.pid)
-            try:
-                timed_out = self._pump(proc, output, time.monotonic() + run.timeout)
-            finally:
-                if proc.poll() is None:
-                    _kill_group(proc.pid)
-                proc.wait()
+            result = run_process(
+                run.argv,
+                timeout=run.timeout,
+                capture_bytes=self.max_output_bytes,
+                env=self._environment(),
+                on_output=on_output,
+                on_start=run.guard.start if run.guard is not None else None,
+            )
         finally:
             self._finish(run)
-        if timed_out:
-            run.notes.insert(0, f"[killed: the command ran past the {run.timeout:g}s timeout]")
-            return output.response(None, run.notes)
-        return output.response(self._final_code(proc.returncode, output), run.notes)
-
-    @staticmethod
-    def _pump(proc: subprocess.Popen[bytes], output: _Output, deadline: float) -> bool:
-        """Read until EOF; kill at the deadline or the output cap. `True` if timed out."""
-        assert proc.stdout is not None
-        stream = proc.stdout.fileno()
-        timed_out = False
-        with selectors.DefaultSelector() as selector:
-            selector.register(stream, selectors.EVENT_READ)
-            killed_at: float | None = None
-            while True:
-                now = time.monotonic()
-                if killed_at is None and now >= deadline:
-                    timed_out = True
-                if killed_at is None and (timed_out or output.truncated):
-                    _kill_group(proc.pid)
-                    killed_at = now
-                limit = deadline if killed_at is None else killed_at + _DRAIN_GRACE
-                if now >= limit and killed_at is not None:
-                    break
-                if not selector.select(min(max(limit - now, 0), _SELECT_MAX)):
-                    continue
-                chunk = os.read(stream, 65536)
-                if not chunk:
-                    break
-                if killed_at is None:
-                    output.feed(chunk)
-        proc.stdout.close()
-        return timed_out
+        if isinstance(result, str):
+            return ExecuteResponse(output=f"Error: bwrap {result}", exit_code=1)
+        return result.response(run.timeout, run.notes)
 
     async def aexecute(
         self,
         command: str,
         timeout: float | None = None,
         *,
-        on_output: Callable[[str], None] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecuteResponse:
         """Async `execute`; cancelling the call kills the sandbox and everything in it."""
         run = await asyncio.to_thread(self._prepare, command, timeout)
         if isinstance(run, ExecuteResponse):
             return run
-        output = _Output(self.max_output_bytes, on_output)
         try:
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    *run.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    env=self._environment(),
-                    start_new_session=True,
-                )
-            except OSError as error:
-                return ExecuteResponse(output=f"Error: could not start bwrap: {error}", exit_code=1)
-            if run.guard is not None:
-                run.guard.start(proc.pid)
-            timed_out = False
-            try:
-                timed_out = await self._apump(proc, output, run.timeout)
-                returncode = await proc.wait()
-            finally:
-                if proc.returncode is None:
-                    _kill_group(proc.pid)
-                    # Reap even when cancelled, so no zombie and no live sandbox is left.
-                    await asyncio.shield(proc.wait())
+            result = await arun_process(
+                run.argv,
+                timeout=run.timeout,
+                capture_bytes=self.max_output_bytes,
+                env=self._environment(),
+                on_output=on_output,
+                on_start=run.guard.start if run.guard is not None else None,
+            )
         finally:
             await asyncio.shield(asyncio.to_thread(self._finish, run))
-        if timed_out:
-            run.notes.insert(0, f"[killed: the command ran past the {run.timeout:g}s timeout]")
-            return output.response(None, run.notes)
-        return output.response(self._final_code(returncode, output), run.notes)
-
-    @staticmethod
-    async def _apump(proc: asyncio.subprocess.Process, output: _Output, limit: float) -> bool:
-        assert proc.stdout is not None
-        stream = proc.stdout
-        timed_out = False
-        try:
-            async with asyncio.timeout(limit):
-                while chunk := await stream.read(65536):
-                    if not output.feed(chunk):
-                        break
-        except TimeoutError:
-            timed_out = True
-        if timed_out or output.truncated:
-            _kill_group(proc.pid)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_DRAIN_GRACE):
-                    while await stream.read(65536):
-                        pass
-        return timed_out
+        if isinstance(result, str):
+            return ExecuteResponse(output=f"Error: bwrap {result}", exit_code=1)
+        return result.response(run.timeout, run.notes)
 
     # ------------------------------------------------------------------ file transfer
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Write each `(path, bytes)` into the workspace (overwriting); paths are virtual."""
-        return [self._upload_one(path, content) for path, content in files]
-
-    def _upload_one(self, path: str, content: bytes) -> FileUploadResponse:
-        if not isinstance(content, bytes | bytearray):
-            return FileUploadResponse(path=path, error="Error: content must be bytes.")
-        error = self._upload_bytes(path, bytes(content), mode=0o644, keep_mode=False)
-        return FileUploadResponse(path=path, error=error)
+        """Write each `(path, bytes)` into the workspace (overwriting, mode 0o644); paths
+        are virtual. Failures are per file, as an `ErrorKind`."""
+        return [
+            self._upload_one(path, content, mode=0o644, keep_mode=False)
+            for path, content in files
+        ]
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Read each workspace path's bytes (virtual paths, jailed like `read`)."""
-        responses = []
-        for path in paths:
-            got = self._download_bytes(path, self.max_file_size_bytes, "for a download.")
-            if isinstance(got, str):
-                responses.append(FileDownloadResponse(path=path, error=got))
-            else:
-                responses.append(FileDownloadResponse(path=path, content=got))
-        return responses
+        """Read each workspace path's bytes (virtual paths, jailed like `read`, at most
+        `max_file_size_mb`)."""
+        return [self._download_one(path, self.max_file_size_bytes) for path in paths]
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         """Async `upload_files`."""

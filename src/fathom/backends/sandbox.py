@@ -1,0 +1,844 @@
+"""`BaseSandbox`: write `execute()` for a sandbox, get every file operation over it.
+
+A sandbox integration (a hosted container, a VM, a remote shell) usually offers one
+primitive: run a command and return its output. Subclass `BaseSandbox`, write `execute`
+(and `id`), and `ls`, `read`, `write`, `edit`, `glob`, `grep`, `delete`, `upload_files` and
+`download_files`, with their async twins over `aexecute`, are built on it.
+
+How the operations travel, so that no file name or content can reach the shell as text:
+
+- each operation runs one fixed Python program in the sandbox: `python3 -c` with a short,
+  constant loader that decodes the program from a base64 argument;
+- the request (paths, patterns, file content) is JSON, base64-encoded, fed on stdin by a
+  quoted heredoc whose random delimiter contains `_`, a character base64 never produces,
+  so the payload can never end the heredoc early; nothing the model sends is ever placed
+  in the command line, so quotes, `$()`, backticks, newlines or a leading `-` in a name
+  are just bytes of a file name;
+- file content travels base64 both ways, in chunks (`transfer_chunk_bytes`), so binary
+  files stay intact and no command grows past what `sh -c` accepts;
+- the program answers with one marked JSON line; other output (a login banner) is ignored.
+
+Paths are virtual (`/notes/a.md`), normalised on the client (`..` above the root and NUL
+bytes are refused with `INVALID`), then mapped under `root` in the sandbox (default `/`:
+the sandbox's own absolute paths, as hosted sandboxes use them). With another `root`, the
+program refuses any path whose real location (links resolved) leaves it (`OUTSIDE_ROOT`).
+
+Matching is the other backends': `glob` and grep's `glob` filter use fathom's glob
+dialect (the sandbox lists files; the client matches), grep is a literal search, and read
+paging, edits and grep context lines are computed by the same helpers as on disk.
+
+The sandbox needs `python3` (any 3.6+); without it every file operation fails with a
+`FAILED` error that says so. `BaseSandbox` adds no isolation of its own: whoever can call
+these methods can already run commands through `execute`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import secrets
+import shlex
+from abc import abstractmethod
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
+from fathom.backends.errors import BackendError, ErrorKind
+from fathom.backends.protocol import (
+    DeleteResult,
+    EditResult,
+    ExecuteResponse,
+    FileDownloadResponse,
+    FileInfo,
+    FileUploadResponse,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    SandboxBackendProtocol,
+    WriteResult,
+)
+from fathom.backends.utils import (
+    MAX_EDIT_BYTES,
+    create_file_data,
+    edit_text,
+    invalid_path,
+    pattern_error,
+    read_window,
+)
+
+__all__ = ["BaseSandbox"]
+
+logger = logging.getLogger(__name__)
+
+_MARK = "@@fathom-sandbox-reply@@"
+
+# The program run in the sandbox. It reads one JSON request from stdin and prints one
+# reply line: the mark, then JSON (`{"error": [kind, detail]}` or the operation's data).
+_PROGRAM = r'''
+import base64, hashlib, json, os, re, shutil, stat, sys
+
+MARK = "@@fathom-sandbox-reply@@"
+req = json.loads(base64.b64decode(sys.stdin.read()).decode("utf-8"))
+root = req["root"]
+real_root = os.path.realpath(root)
+
+
+class Fail(Exception):
+    pass
+
+
+TEMP = re.compile(r".*\.fathom-[0-9a-f]{12}")
+
+
+def reply(data):
+    sys.stdout.write("\n" + MARK + json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def place(rel):
+    return os.path.join(root, rel) if rel else root
+
+
+def inside(path):
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip("/") + "/")
+
+
+def check(path):
+    if not inside(path):
+        raise Fail("outside_root")
+
+
+def oserror(err):
+    if isinstance(err, FileNotFoundError):
+        return ["file_not_found", None]
+    if isinstance(err, PermissionError):
+        return ["permission_denied", err.strerror]
+    if isinstance(err, IsADirectoryError):
+        return ["is_directory", None]
+    if isinstance(err, NotADirectoryError):
+        return ["not_a_directory", None]
+    return ["failed", err.strerror or type(err).__name__]
+
+
+def info(path):
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime]
+
+
+def op_ls(req):
+    path = place(req["path"])
+    check(path)
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return {"file": [st.st_size, st.st_mtime]}
+    out = []
+    for entry in os.scandir(path):
+        if TEMP.fullmatch(entry.name):
+            continue
+        full = os.path.join(path, entry.name)
+        try:
+            if not inside(full):
+                continue
+            st = os.stat(full)
+        except OSError:
+            continue
+        out.append([entry.name, stat.S_ISDIR(st.st_mode), st.st_size, st.st_mtime])
+    return {"entries": out}
+
+
+def op_get(req):
+    path = place(req["path"])
+    check(path)
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise Fail("is_directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise Fail("invalid_path", "not a regular file")
+    limit = req.get("max")
+    if limit is not None and st.st_size > limit:
+        return {"too_large": st.st_size}
+    with open(path, "rb") as handle:
+        handle.seek(req["start"])
+        data = handle.read(req["length"])
+    return {"size": st.st_size, "data": base64.b64encode(data).decode("ascii"),
+            "mtime": st.st_mtime}
+
+
+def walk(top, searching, exclude):
+    files = []
+    for here, dirs, names in os.walk(top, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not (searching and d in exclude)
+                         and not os.path.islink(os.path.join(here, d)))
+        for name in names:
+            if TEMP.fullmatch(name):
+                continue
+            full = os.path.join(here, name)
+            if os.path.islink(full) and (searching or not inside(full)):
+                continue
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((os.path.relpath(full, top), full, st))
+    files.sort()
+    return files
+
+
+def page(items, start, budget):
+    out, size, index = [], 0, start
+    while index < len(items):
+        size += len(json.dumps(items[index])) + 2
+        if out and size > budget:
+            break
+        out.append(items[index])
+        index += 1
+    return {"items": out, "next": index if index < len(items) else None}
+
+
+def op_walk(req):
+    top = place(req["path"])
+    check(top)
+    if not os.path.isdir(top):
+        return {"items": [], "next": None}
+    items = [[rel, st.st_size, st.st_mtime] for rel, _, st in walk(top, False, ())]
+    return page(items, req["start"], req["budget"])
+
+
+def op_grep(req):
+    top = place(req["path"])
+    check(top)
+    if not os.path.isdir(top):
+        return {"items": [], "next": None}
+    needle, context, cap = req["pattern"], req["context"], req["max_bytes"]
+    items = []
+    for rel, full, st in walk(top, True, set(req["exclude"])):
+        if st.st_size > cap:
+            items.append([rel, None])
+            continue
+        try:
+            with open(full, "rb") as handle:
+                raw = handle.read(cap + 1)
+        except OSError:
+            continue
+        if b"\0" in raw[:8192] or (needle and needle.encode("utf-8") not in raw):
+            continue
+        lines = raw.decode("utf-8", "replace").splitlines()
+        hits = [n for n, line in enumerate(lines, 1) if needle in line]
+        if not hits:
+            continue
+        wanted = set()
+        for n in hits:
+            wanted.update(range(max(1, n - context), min(len(lines), n + context) + 1))
+        items.append([rel, [[n, lines[n - 1]] for n in sorted(wanted)], hits])
+    return page(items, req["start"], req["budget"])
+
+
+def parent_ok(path):
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    probe = parent
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    check(probe)
+    return parent
+
+
+def op_put(req):
+    path = place(req["path"])
+    tmp = path + ".fathom-" + req["token"]
+    if req["phase"] == "abort":
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        return {}
+    if req["phase"] == "begin":
+        parent = parent_ok(path)
+        if os.path.lexists(path):
+            check(path)
+            if os.path.isdir(path):
+                raise Fail("is_directory")
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise Fail("not_a_directory")
+        os.makedirs(parent, exist_ok=True)
+        check(parent)
+        mode = "wb"
+    else:
+        mode = "ab"
+    with open(tmp, mode) as handle:
+        handle.write(base64.b64decode(req["data"]))
+    if req["phase"] == "commit" or req.get("last"):
+        expect = req.get("expect")
+        if expect is not None:
+            try:
+                with open(path, "rb") as handle:
+                    now = hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                now = None
+            if now != expect:
+                os.unlink(tmp)
+                raise Fail("changed")
+        if os.path.exists(path):
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    return {}
+
+
+def op_delete(req):
+    path = place(req["path"])
+    parent_ok(path)
+    if os.path.exists(path) or os.path.islink(path):
+        check(os.path.dirname(path))
+    if os.path.islink(path) and not inside(path):
+        raise Fail("outside_root")
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+    return {}
+
+
+try:
+    reply(globals()["op_" + req["op"]](req))
+except Fail as fail:
+    reply({"error": [fail.args[0], fail.args[1] if len(fail.args) > 1 else None]})
+except OSError as err:
+    reply({"error": oserror(err)})
+'''
+
+_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]).decode())"
+_PROGRAM_B64 = base64.b64encode(_PROGRAM.encode("utf-8")).decode("ascii")
+_NO_PYTHON = (
+    "python3 is not available in the sandbox; BaseSandbox's file operations run a small "
+    "Python program there: install python3 in the image, or override the file methods"
+)
+
+T = TypeVar("T")
+_Step = Generator[dict[str, Any], dict[str, Any], T]
+"""An operation: yields requests for the sandbox program, receives its replies."""
+
+
+def _iso(mtime: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace(
+        "+00:00", "Z"
+    )
+
+
+def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
+    raw = reply.get("error")
+    if raw is None:
+        return None
+    kind, detail = raw
+    try:
+        return BackendError(ErrorKind(kind), path, detail)
+    except ValueError:
+        return BackendError(ErrorKind.FAILED, path, f"{kind}: {detail}")
+
+
+class _Failed(Exception):
+    """The sandbox did not answer (no python3, cut output, a crash): `error` says why."""
+
+    def __init__(self, error: BackendError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class BaseSandbox(SandboxBackendProtocol):
+    """A sandbox backend whose file operations all run through `execute`.
+
+    Subclasses write `execute(command, *, timeout=None) -> ExecuteResponse` (and should
+    give the provider's `id`); `aexecute` defaults to running `execute` in a thread.
+    Everything else is built on them (see the module docstring for how requests travel
+    safely). A subclass with a faster native transfer may override `upload_files` /
+    `download_files` (and their async twins); `write`, `read`, `edit` and `delete` keep
+    using the program.
+
+    Class attributes a subclass may set:
+
+    - `root`: the directory in the sandbox that virtual `/` names (default `/`);
+    - `grep_exclude_dirs`: directory names grep skips at any depth (default `(".git",)`);
+    - `transfer_chunk_bytes`: file bytes per command (base64 grows them by a third; keep
+      it well under the command length and output limits of `execute`);
+    - `reply_budget_bytes`: how much listing or grep data one command may print;
+    - `max_file_size_bytes`: the largest file `read` returns.
+    """
+
+    root: str = "/"
+    grep_exclude_dirs: tuple[str, ...] = (".git",)
+    transfer_chunk_bytes: int = 48_000
+    reply_budget_bytes: int = 60_000
+    max_file_size_bytes: int = 10 * 1024 * 1024
+
+    @abstractmethod
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        """Run `command` with a POSIX shell in the sandbox; never raise for a failing
+        command (return its output and exit code)."""
+
+    @property
+    def id(self) -> str:
+        """A unique identifier of this sandbox instance; override it with the provider's
+        (the default is random, made once per instance)."""
+        found = vars(self).get("_fathom_id")
+        if found is None:
+            found = vars(self)["_fathom_id"] = f"sandbox-{secrets.token_hex(6)}"
+        return found
+
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        """Async `execute` (default: `execute` in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(lambda: self.execute(command, timeout=timeout))
+
+    # ------------------------------------------------------------------ transport
+
+    def _command(self, request: dict[str, Any]) -> str:
+        payload = base64.b64encode(
+            json.dumps({**request, "root": self.root}).encode("utf-8")
+        ).decode("ascii")
+        delimiter = f"FATHOM_EOF_{secrets.token_hex(8)}"
+        assert delimiter not in payload  # `_` is not in the base64 alphabet
+        lines = "\n".join(payload[i : i + 76] for i in range(0, len(payload), 76))
+        return (
+            f"python3 -c {shlex.quote(_LOADER)} {_PROGRAM_B64} <<'{delimiter}'\n"
+            f"{lines}\n{delimiter}\n"
+        )
+
+    @staticmethod
+    def _reply(response: ExecuteResponse) -> dict[str, Any]:
+        for line in reversed(response.output.splitlines()):
+            if line.startswith(_MARK):
+                try:
+                    data = json.loads(line[len(_MARK) :])
+                except ValueError:
+                    break
+                if isinstance(data, dict):
+                    return data
+                break
+        output = response.output.strip()
+        if response.exit_code == 127 or "python3: not found" in output:
+            raise _Failed(BackendError(ErrorKind.FAILED, detail=_NO_PYTHON))
+        shown = output[:300] + ("..." if len(output) > 300 else "")
+        raise _Failed(
+            BackendError(
+                ErrorKind.FAILED,
+                detail=f"the sandbox gave no answer (exit code {response.exit_code}): {shown}",
+            )
+        )
+
+    def _drive(self, step: _Step[T]) -> T:
+        try:
+            request = next(step)
+            while True:
+                request = step.send(self._reply(self.execute(self._command(request))))
+        except StopIteration as done:
+            return done.value
+
+    async def _adrive(self, step: _Step[T]) -> T:
+        try:
+            request = next(step)
+            while True:
+                response = await self.aexecute(self._command(request))
+                request = step.send(self._reply(response))
+        except StopIteration as done:
+            return done.value
+
+    def _sync(self, make: Callable[[], _Step[T]], fail: Callable[[BackendError], T]) -> T:
+        try:
+            return self._drive(make())
+        except _Failed as failed:
+            return fail(failed.error)
+
+    async def _async(
+        self, make: Callable[[], _Step[T]], fail: Callable[[BackendError], T]
+    ) -> T:
+        try:
+            return await self._adrive(make())
+        except _Failed as failed:
+            return fail(failed.error)
+
+    @staticmethod
+    def _relative(path: str) -> str:
+        return path.lstrip("/")
+
+    # ------------------------------------------------------------------ operations
+
+    def _ls(self, path: str) -> _Step[LsResult]:
+        try:
+            shown = normalize_path(path)
+        except PathError as error:
+            return LsResult(error=invalid_path(path, error))
+        reply = yield {"op": "ls", "path": self._relative(shown)}
+        if (error := _error(reply, shown)) is not None:
+            return LsResult(error=error)
+        if "file" in reply:
+            size, mtime = reply["file"]
+            return LsResult(entries=[FileInfo(path=shown, is_dir=False, size=size,
+                                              modified_at=_iso(mtime))])
+        prefix = shown.rstrip("/") + "/"
+        entries: list[FileInfo] = []
+        for name, is_dir, size, mtime in reply["entries"]:
+            if is_dir:
+                entries.append(FileInfo(path=prefix + name + "/", is_dir=True))
+            else:
+                entries.append(
+                    FileInfo(path=prefix + name, is_dir=False, size=size, modified_at=_iso(mtime))
+                )
+        entries.sort(key=lambda entry: entry["path"])
+        return LsResult(entries=entries)
+
+    def _get(self, shown: str, limit: int | None) -> _Step[bytes | BackendError]:
+        """The whole file, in chunks; `TOO_LARGE` over `limit`."""
+        data = bytearray()
+        while True:
+            request = {"op": "get", "path": self._relative(shown), "start": len(data),
+                       "length": self.transfer_chunk_bytes, "max": limit}
+            reply = yield request
+            if (error := _error(reply, shown)) is not None:
+                return error
+            if "too_large" in reply:
+                return BackendError(ErrorKind.TOO_LARGE, shown, count=reply["too_large"],
+                                    limit=limit)
+            chunk = base64.b64decode(reply["data"])
+            data += chunk
+            if not chunk or len(data) >= reply["size"]:
+                return bytes(data)
+
+    def _put(self, shown: str, content: bytes, expect: str | None = None) -> _Step[
+        BackendError | None
+    ]:
+        """Write `content` to a temporary file beside the target, then rename it over."""
+        token = secrets.token_hex(6)
+        size = self.transfer_chunk_bytes
+        chunks = [content[i : i + size] for i in range(0, len(content), size)] or [b""]
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            request = {"op": "put", "path": self._relative(shown), "token": token,
+                       "phase": "begin" if index == 0 else "append", "last": last,
+                       "expect": expect, "data": base64.b64encode(chunk).decode("ascii")}
+            reply = yield request
+            if (error := _error(reply, shown)) is not None:
+                if index > 0:
+                    yield {"op": "put", "path": self._relative(shown), "token": token,
+                           "phase": "abort"}
+                return error
+        return None
+
+    def _read(self, file_path: str, offset: int, limit: int) -> _Step[ReadResult]:
+        try:
+            shown = normalize_path(file_path)
+        except PathError as error:
+            return ReadResult(error=invalid_path(file_path, error))
+        got = yield from self._get(shown, self.max_file_size_bytes)
+        if isinstance(got, BackendError):
+            return ReadResult(error=got)
+        return read_window(create_file_data(got), offset, limit, shown)
+
+    def _write(self, file_path: str, content: str) -> _Step[WriteResult]:
+        try:
+            shown = normalize_file_path(file_path)
+        except PathError as error:
+            return WriteResult(error=invalid_path(file_path, error))
+        if not isinstance(content, str):
+            return WriteResult(error=BackendError(ErrorKind.INVALID, shown, "content must be text"))
+        error = yield from self._put(shown, content.encode("utf-8"))
+        return WriteResult(error=error) if error else WriteResult(path=shown)
+
+    def _edit(self, file_path: str, old: str, new: str, replace_all: bool) -> _Step[EditResult]:
+        try:
+            shown = normalize_file_path(file_path)
+        except PathError as error:
+            return EditResult(error=invalid_path(file_path, error))
+        got = yield from self._get(shown, MAX_EDIT_BYTES)
+        if isinstance(got, BackendError):
+            return EditResult(error=got)
+        outcome = edit_text(shown, create_file_data(got), old, new, replace_all)
+        if isinstance(outcome, EditResult):
+            return outcome
+        text, count = outcome
+        expect = hashlib.sha256(got).hexdigest()
+        error = yield from self._put(shown, text.encode("utf-8"), expect)
+        return EditResult(error=error) if error else EditResult(path=shown, occurrences=count)
+
+    def _delete(self, file_path: str) -> _Step[DeleteResult]:
+        try:
+            shown = normalize_path(file_path)
+        except PathError as error:
+            return DeleteResult(error=invalid_path(file_path, error))
+        if shown == "/":
+            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "is the root directory"))
+        reply = yield {"op": "delete", "path": self._relative(shown)}
+        error = _error(reply, shown)
+        return DeleteResult(error=error) if error else DeleteResult(path=shown)
+
+    def _paged(self, request: dict[str, Any]) -> _Step[list[Any] | BackendError]:
+        items: list[Any] = []
+        start: int | None = 0
+        while start is not None:
+            reply = yield {**request, "start": start, "budget": self.reply_budget_bytes}
+            if (error := _error(reply, None)) is not None:
+                return error
+            items += reply["items"]
+            start = reply["next"]
+        return items
+
+    def _glob(self, pattern: str, path: str | None) -> _Step[GlobResult]:
+        try:
+            directory = normalize_dir(path)
+        except PathError as error:
+            return GlobResult(error=invalid_path(path, error))
+        budget = GlobBudget()
+        try:
+            glob_matches(pattern, "", budget)
+        except GlobError as error:
+            return GlobResult(error=pattern_error(pattern, error))
+        items = yield from self._paged({"op": "walk", "path": self._relative(directory)})
+        if isinstance(items, BackendError):
+            return GlobResult(error=BackendError(items.kind, directory, items.detail))
+        matches: list[FileInfo] = []
+        try:
+            for relative, size, mtime in items:
+                if glob_matches(pattern, relative, budget):
+                    matches.append(FileInfo(path=directory + relative, is_dir=False, size=size,
+                                            modified_at=_iso(mtime)))
+        except GlobError as error:
+            return GlobResult(error=pattern_error(pattern, error))
+        matches.sort(key=lambda entry: entry["path"])
+        return GlobResult(matches=matches)
+
+    def _grep(
+        self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
+        context_lines: int,
+    ) -> _Step[GrepResult]:
+        try:
+            directory = normalize_dir(path)
+        except PathError as error:
+            return GrepResult(error=invalid_path(path, error))
+        for name, value in (("max_count", max_count), ("context_lines", context_lines)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                return GrepResult(
+                    error=BackendError(ErrorKind.INVALID, detail=f"{name} must be an int >= 0")
+                )
+        if not isinstance(pattern, str):
+            return GrepResult(error=BackendError(ErrorKind.INVALID, detail="pattern must be text"))
+        budget = GlobBudget()
+        try:
+            if glob:
+                glob_matches(glob, "", budget)
+        except GlobError as error:
+            return GrepResult(error=pattern_error(glob, error))
+        request = {"op": "grep", "path": self._relative(directory), "pattern": pattern,
+                   "context": context_lines, "max_bytes": MAX_EDIT_BYTES,
+                   "exclude": list(self.grep_exclude_dirs)}
+        items = yield from self._paged(request)
+        if isinstance(items, BackendError):
+            return GrepResult(error=BackendError(items.kind, directory, items.detail))
+        matches: list[GrepMatch] = []
+        skipped: list[str] = []
+        try:
+            for item in sorted(items, key=lambda entry: entry[0]):
+                relative = item[0]
+                if glob and not glob_matches(glob, relative, budget):
+                    continue
+                if item[1] is None:
+                    skipped.append(directory + relative)
+                    continue
+                matches += _matches(directory + relative, item[1], item[2], context_lines)
+                if max_count is not None and len(matches) > max_count:
+                    return GrepResult(
+                        matches=matches[:max_count], truncated=True, skipped=skipped or None
+                    )
+        except GlobError as error:
+            return GrepResult(error=pattern_error(glob, error))
+        return GrepResult(matches=matches, skipped=skipped or None)
+
+    def _upload(self, files: list[tuple[str, bytes]]) -> _Step[list[FileUploadResponse]]:
+        responses = []
+        for path, content in files:
+            try:
+                shown = normalize_file_path(path)
+            except PathError:
+                responses.append(FileUploadResponse(path, error=ErrorKind.INVALID))
+                continue
+            if not isinstance(content, bytes | bytearray | memoryview):
+                responses.append(FileUploadResponse(path, error=ErrorKind.INVALID))
+                continue
+            error = yield from self._put(shown, bytes(content))
+            responses.append(FileUploadResponse(path, error=error.kind if error else None))
+        return responses
+
+    def _download(self, paths: list[str]) -> _Step[list[FileDownloadResponse]]:
+        responses = []
+        for path in paths:
+            try:
+                shown = normalize_path(path)
+            except PathError:
+                responses.append(FileDownloadResponse(path, error=ErrorKind.INVALID))
+                continue
+            got = yield from self._get(shown, None)
+            if isinstance(got, BackendError):
+                responses.append(FileDownloadResponse(path, error=got.kind))
+            else:
+                responses.append(FileDownloadResponse(path, content=got))
+        return responses
+
+    # ------------------------------------------------------------------ the protocol
+
+    def ls(self, path: str) -> LsResult:
+        """Entries directly under `path` (a file lists itself), sorted by path."""
+        return self._sync(lambda: self._ls(path), lambda e: LsResult(error=e))
+
+    async def als(self, path: str) -> LsResult:
+        """Async `ls`, over `aexecute`."""
+        return await self._async(lambda: self._ls(path), lambda e: LsResult(error=e))
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """`limit` lines from the 0-based line `offset`, paged like every backend's read;
+        binary files come back whole (base64). Files over `max_file_size_bytes`:
+        `TOO_LARGE`."""
+        return self._sync(
+            lambda: self._read(file_path, offset, limit), lambda e: ReadResult(error=e)
+        )
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Async `read`, over `aexecute`."""
+        return await self._async(
+            lambda: self._read(file_path, offset, limit), lambda e: ReadResult(error=e)
+        )
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Create the file (and missing parent directories) or replace its content."""
+        return self._sync(lambda: self._write(file_path, content), lambda e: WriteResult(error=e))
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        """Async `write`, over `aexecute`."""
+        return await self._async(
+            lambda: self._write(file_path, content), lambda e: WriteResult(error=e)
+        )
+
+    def edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Replace `old_string` with `new_string`; the file is replaced only if nobody
+        changed it since it was read (else `CHANGED`)."""
+        return self._sync(
+            lambda: self._edit(file_path, old_string, new_string, replace_all),
+            lambda e: EditResult(error=e),
+        )
+
+    async def aedit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult:
+        """Async `edit`, over `aexecute`."""
+        return await self._async(
+            lambda: self._edit(file_path, old_string, new_string, replace_all),
+            lambda e: EditResult(error=e),
+        )
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Remove a file, a symlink itself, or a directory with all under it (not `/`)."""
+        return self._sync(lambda: self._delete(file_path), lambda e: DeleteResult(error=e))
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        """Async `delete`, over `aexecute`."""
+        return await self._async(lambda: self._delete(file_path), lambda e: DeleteResult(error=e))
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Files under `path` whose path relative to it matches `pattern` (fathom's glob
+        dialect), sorted by path."""
+        return self._sync(lambda: self._glob(pattern, path), lambda e: GlobResult(error=e))
+
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Async `glob`, over `aexecute`."""
+        return await self._async(lambda: self._glob(pattern, path), lambda e: GlobResult(error=e))
+
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
+        """Lines containing the literal `pattern` under `path`, in files matching `glob`;
+        directories named in `grep_exclude_dirs`, symlinks and binary files are passed
+        over, files over `MAX_EDIT_BYTES` are named in `skipped`."""
+        return self._sync(
+            lambda: self._grep(pattern, path, glob, max_count, context_lines),
+            lambda e: GrepResult(error=e),
+        )
+
+    async def agrep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
+        """Async `grep`, over `aexecute`."""
+        return await self._async(
+            lambda: self._grep(pattern, path, glob, max_count, context_lines),
+            lambda e: GrepResult(error=e),
+        )
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Write each `(path, bytes)`, replacing existing files; one response per file."""
+        return self._sync(lambda: self._upload(files), lambda e: _all_failed(files, e))
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Async `upload_files`, over `aexecute`."""
+        return await self._async(lambda: self._upload(files), lambda e: _all_failed(files, e))
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Each path's bytes (any size); one response per path."""
+        return self._sync(lambda: self._download(paths), lambda e: _none_read(paths, e))
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Async `download_files`, over `aexecute`."""
+        return await self._async(lambda: self._download(paths), lambda e: _none_read(paths, e))
+
+
+def _all_failed(files: list[tuple[str, bytes]], error: BackendError) -> list[FileUploadResponse]:
+    logger.warning("upload to the sandbox failed: %s", error)
+    return [FileUploadResponse(path, error=ErrorKind.FAILED) for path, _ in files]
+
+
+def _none_read(paths: list[str], error: BackendError) -> list[FileDownloadResponse]:
+    logger.warning("download from the sandbox failed: %s", error)
+    return [FileDownloadResponse(path, error=ErrorKind.FAILED) for path in paths]
+
+
+def _matches(
+    path: str, lines: list[list[Any]], hits: list[int], context_lines: int
+) -> list[GrepMatch]:
+    """Grep matches of one file from the program's lines (hits and their context)."""
+    text = {number: line for number, line in lines}
+    hit_set = set(hits)
+    found: list[GrepMatch] = []
+    for number in hits:
+        match = GrepMatch(path=path, line=number, text=text[number])
+        if context_lines > 0:
+            match["context_before"] = [
+                {"line": n, "text": text[n]}
+                for n in range(max(1, number - context_lines), number)
+                if n not in hit_set and n in text
+            ]
+            match["context_after"] = [
+                {"line": n, "text": text[n]}
+                for n in range(number + 1, number + context_lines + 1)
+                if n not in hit_set and n in text
+            ]
+        found.append(match)
+    return found
+

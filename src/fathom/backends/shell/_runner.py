@@ -1,0 +1,345 @@
+"""The process runner every shell backend uses: one timeout, output, kill and exit-code policy.
+
+`LocalShellBackend` and `BubblewrapSandbox` differ only in the command line they start
+(a plain `/bin/sh -c`, or `bwrap` around it); how the process is watched is the same and
+lives here:
+
+- the process starts in a new session (its own process group), stdin closed, stdout and
+  stderr joined on one pipe;
+- output is kept up to `capture_bytes`; past that the whole process group is killed (a
+  runaway `yes` is stopped, not read forever) and the result is marked `truncated`;
+- at the timeout the process group is killed and the exit code is **124** (as GNU
+  `timeout` reports it), with the output read so far kept;
+- a process ended by a signal reports `128 + signal`, as shells do;
+- after the main process exits, output that background jobs still write to the shared
+  pipe is read for a short grace period only (the jobs are not waited for);
+- cancelling an `arun` (the awaiting task) kills the process group before the
+  cancellation is passed on; so does an exception (KeyboardInterrupt...) during `run`;
+- `on_output` gets the kept output, decoded, as it arrives; a listener that raises is
+  dropped, never allowed to break the command.
+
+The async form runs the same loop in a dedicated thread (not the default executor, whose
+few workers long commands would starve) and hands output to `on_output` on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import contextvars
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from fathom.backends.protocol import ExecuteResponse
+
+__all__ = [
+    "TIMEOUT_EXIT_CODE",
+    "OutputCallback",
+    "ProcessResult",
+    "arun_process",
+    "check_request",
+    "kill_group",
+    "run_process",
+]
+
+logger = logging.getLogger(__name__)
+
+OutputCallback = Callable[[str], None]
+
+TIMEOUT_EXIT_CODE = 124
+"""The exit code of a command killed at its timeout (GNU `timeout`'s convention)."""
+
+_CHUNK = 64 * 1024
+_TICK = 0.1
+"""Longest single wait on the pipe: how often the deadline and a cancellation are checked."""
+_EXIT_GRACE = 0.5
+"""After the main process exits, how long to keep reading output its background jobs
+still write to the shared pipe."""
+_DRAIN_GRACE = 2.0
+"""After a kill, how long to keep reading until every writer of the pipe is gone."""
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process of the process group `pgid` (the command and all it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a finished (or killed) process produced."""
+
+    data: bytes
+    """The kept output (at most the capture cap)."""
+    total: int
+    """Output bytes seen before the process was stopped (more than `data` when capped)."""
+    exit_code: int
+    """The exit status; 124 at the timeout; `128 + n` when ended by signal `n`."""
+    timed_out: bool = False
+    capped: bool = False
+    """The output passed the capture cap, so the process group was killed."""
+
+    def response(self, timeout: float, notes: Sequence[str] = ()) -> ExecuteResponse:
+        """The `ExecuteResponse`: the output (UTF-8, bad bytes replaced), then one line per
+        note: the timeout kill, the cap kill, and the caller's `notes`."""
+        text = self.data.decode("utf-8", errors="replace")
+        lines: list[str] = []
+        if self.timed_out:
+            lines.append(f"[killed: the command ran past its {timeout:g}s timeout]")
+        if self.capped:
+            lines.append(
+                f"[output passed {len(self.data):,} bytes, so the command was killed; the "
+                "output stops there]"
+            )
+        lines.extend(note for note in notes if note)
+        if lines:
+            text = "\n".join([text.rstrip("\n"), *lines] if text else lines)
+        return ExecuteResponse(output=text, exit_code=self.exit_code, truncated=self.capped)
+
+
+def check_request(
+    command: object, timeout: object, default: float, cap: float
+) -> ExecuteResponse | tuple[float, str]:
+    """The seconds to run `command` for, and a note when the asked `timeout` was lowered
+    to `cap`; or an error response for an empty command, a NUL byte or a bad timeout."""
+    if not isinstance(command, str) or not command.strip():
+        return ExecuteResponse(
+            output="Error: the command is empty. Give a shell command such as `ls -la`.",
+            exit_code=1,
+        )
+    if "\x00" in command:
+        return ExecuteResponse(
+            output="Error: the command contains a NUL byte, which no shell accepts.", exit_code=1
+        )
+    if timeout is None:
+        return default, ""
+    # Any positive number (infinity too) is accepted: above the cap it is lowered.
+    if not (
+        isinstance(timeout, int | float)
+        and not isinstance(timeout, bool)
+        and timeout == timeout  # not NaN
+        and timeout > 0
+    ):
+        return ExecuteResponse(
+            output=f"Error: timeout must be a positive number of seconds, not {timeout!r}.",
+            exit_code=1,
+        )
+    if timeout > cap:
+        return cap, f"[timeout {timeout:g}s is above this backend's limit; it ran with {cap:g}s]"
+    return float(timeout), ""
+
+
+class _Collector:
+    """Keeps output up to `cap` bytes and passes the kept part, decoded, to a listener."""
+
+    def __init__(self, cap: int, listener: OutputCallback | None) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+        self._listener = listener
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    @property
+    def capped(self) -> bool:
+        return self.total > self.cap
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        part = chunk[: max(self.cap - len(self.kept), 0)]
+        if not part:
+            return
+        self.kept += part
+        if self._listener is not None:
+            text = self._decoder.decode(part, final=len(self.kept) >= self.cap)
+            if text:
+                try:
+                    self._listener(text)
+                except Exception:
+                    logger.debug("on_output listener failed; no longer called", exc_info=True)
+                    self._listener = None
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    output: _Collector,
+    deadline: float,
+    cancel: threading.Event | None,
+) -> bool:
+    """Read `proc`'s output until EOF, shortly after it exits, or a kill; `True` when it
+    was killed (deadline, output cap or cancellation), after draining the pipe briefly."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    exited_at: float | None = None
+    killed_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if killed_at is None:
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > _EXIT_GRACE:
+                    return False
+                if (
+                    (exited_at is None and now >= deadline)
+                    or output.capped
+                    or (cancel is not None and cancel.is_set())
+                ):
+                    kill_group(proc.pid)
+                    killed_at = now
+            elif now - killed_at > _DRAIN_GRACE:
+                return True
+            wait = _TICK
+            if exited_at is None and killed_at is None:
+                wait = min(wait, max(deadline - now, 0.0))
+            if not selector.select(wait):
+                continue
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return killed_at is not None
+            if killed_at is None:
+                output.feed(chunk)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    capture_bytes: int,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    on_output: OutputCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> ProcessResult | str:
+    """Run `argv` under the policy of this module; the result, or why it could not start.
+
+    `on_start(pid)` is called once the process runs (for a watcher that may kill its
+    group, such as a disk guard). Setting `cancel` kills the process group (how the async
+    form is cancelled).
+    """
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            bufsize=0,
+        )
+    except (OSError, ValueError) as error:
+        return f"could not start the command: {error}"
+    output = _Collector(capture_bytes, on_output)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        killed = _pump(proc, output, deadline, cancel)
+        timed_out = killed and not output.capped and time.monotonic() >= deadline
+        if not killed and proc.poll() is None:
+            # The pipe closed but the process runs on (it closed its own output): it
+            # still gets only the time left.
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                kill_group(proc.pid)
+                timed_out = True
+    except BaseException:
+        kill_group(proc.pid)
+        raise
+    finally:
+        if proc.poll() is None and (timed_out or output.capped):
+            kill_group(proc.pid)
+        # Background jobs may still hold the pipe; the status is the main process's.
+        returncode = proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    return ProcessResult(
+        data=bytes(output.kept),
+        total=output.total,
+        exit_code=TIMEOUT_EXIT_CODE if timed_out else _exit_status(returncode),
+        timed_out=timed_out,
+        capped=output.capped and not timed_out,
+    )
+
+
+async def arun_process(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    capture_bytes: int,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    on_output: OutputCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> ProcessResult | str:
+    """`run_process` without blocking the event loop. Cancelling the awaiting task kills
+    the process group, waits for it to be reaped, then re-raises the cancellation."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[ProcessResult | str] = loop.create_future()
+    cancel = threading.Event()
+    listener: OutputCallback | None = None
+    if on_output is not None:
+        callback = on_output
+        context = contextvars.copy_context()  # the caller's (stream writers read it)
+
+        def forward(text: str) -> None:
+            loop.call_soon_threadsafe(_deliver, callback, text, context=context)
+
+        listener = forward
+
+    def settle(outcome: ProcessResult | str | BaseException) -> None:
+        if done.done():
+            return
+        if isinstance(outcome, BaseException):
+            done.set_exception(outcome)
+        else:
+            done.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: ProcessResult | str | BaseException = run_process(
+                argv,
+                timeout=timeout,
+                capture_bytes=capture_bytes,
+                env=env,
+                cwd=cwd,
+                on_output=listener,
+                on_start=on_start,
+                cancel=cancel,
+            )
+        except BaseException as error:  # handed to the awaiting task
+            outcome = error
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name="fathom-command", daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        cancel.set()
+        with contextlib.suppress(BaseException):
+            await done
+        raise
+
+
+def _deliver(callback: OutputCallback, text: str) -> None:
+    try:
+        callback(text)
+    except Exception:
+        logger.debug("on_output listener failed", exc_info=True)
