@@ -311,9 +311,9 @@ def test_project_agent_overrides_user_agent_of_same_name(project: Path, home: Pa
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("You are an agent with no front-matter.\n", "must start with YAML front-matter"),
-        ("---\nname: x\ndescription: y\nNo closing line.\n", "must start with YAML front-matter"),
-        ("---\nname: [unclosed\ndescription: y\n---\nBody\n", "invalid YAML front-matter"),
+        ("You are an agent with no front-matter.\n", "does not start with YAML front matter"),
+        ("---\nname: x\ndescription: y\nNo closing line.\n", "has no closing '---' line"),
+        ("---\nname: [unclosed\ndescription: y\n---\nBody\n", "not valid YAML"),
         ("---\n- a list\n---\nBody\n", "must be a mapping"),
         ("---\ndescription: y\n---\nBody\n", "needs 'name'"),
         ("---\nname: x\n---\nBody\n", "needs 'description'"),
@@ -339,7 +339,7 @@ def test_bad_agent_yaml_names_the_line(project: Path, home: Path) -> None:
         project / ".fathom" / "agents" / "bad.md",
         "---\nname: x\ndescription: y\ntools: [a, b\n---\nBody\n",
     )
-    with pytest.raises(ConfigError, match="invalid YAML") as info:
+    with pytest.raises(ConfigError, match="not valid YAML") as info:
         project_sources(project, home=home)
     assert f"{path}, line " in str(info.value)
 

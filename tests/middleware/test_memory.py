@@ -422,7 +422,7 @@ def test_memory_in_a_filesystem_backend_directory(tmp_path):
 def test_relative_source_is_read_from_a_real_filesystem_root(tmp_path):
     # Outside virtual mode "/AGENTS.md" would be the machine's root; "./AGENTS.md" is root_dir's.
     (tmp_path / "AGENTS.md").write_text("Project memory.\n", encoding="utf-8")
-    backend = FilesystemBackend(root_dir=tmp_path)
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=False)
     model = ScriptedModel(replies=[ai("hi")])
     agent = create_deep_agent(
         model,
@@ -474,9 +474,10 @@ def test_a_failing_namespace_factory_is_a_note_not_a_crash():
         store=InMemoryStore(),
     )
     agent.invoke(user("hello"))
-    assert "(not loaded: the StoreBackend namespace factory failed with AttributeError" in (
-        model.requests[0].system_prompt
-    )
+    assert (
+        "(not loaded: could not read '/memories/AGENTS.md': the StoreBackend namespace factory "
+        "failed with AttributeError"
+    ) in model.requests[0].system_prompt
 
 
 async def test_async_runs_load_and_reload_memory():

@@ -154,10 +154,12 @@ def test_parse_cuts_a_long_description():
     ("text", "reason"),
     [
         ("# just markdown\n", "does not start with YAML front matter"),
-        ("---\nname: a\ndescription: b\n", "does not start with YAML front matter"),
+        ("---\nname: a\ndescription: b\n", "has no closing '---' line"),
         ("---\nname: [a\ndescription: b\n---\n", "not valid YAML"),
         ("---\n- a\n- b\n---\n", "must be a mapping"),
-        ("---\n---\nbody\n", "must be a mapping"),
+        ("---\ndescription: b\n---\n---\nbody\n", "has no 'name'"),  # `---` in the body
+        ("---\nname: a\ndescription: b\ndate: 2024-13-45\n---\n", "not valid YAML"),
+        ("---\nname: a\ndescription: b\n  bad: indent\n---\n", "SKILL.md, line 4: its front"),
         ("---\ndescription: b\n---\n", "has no 'name'"),
         ("---\nname: a\n---\n", "has no 'description'"),
         ("---\nname: a\ndescription: 42\n---\n", "'description' must be a non-empty string"),
@@ -613,6 +615,6 @@ def test_example_paths_resolve(tmp_path: Path):
     skills_dir = tmp_path / "skills" / "langgraph-docs"
     skills_dir.mkdir(parents=True)
     (skills_dir / "SKILL.md").write_text(DOCS)
-    backend = FilesystemBackend(root_dir=tmp_path)
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=False)
     skills = load(backend, [f"{tmp_path}/skills/"])
     assert [s["path"] for s in skills] == [f"{skills_dir}/SKILL.md"]

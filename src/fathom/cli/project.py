@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
-
+from fathom._frontmatter import FrontMatterError, parse_front_matter
 from fathom.middleware.subagents import SubAgent
 
 __all__ = [
@@ -194,7 +193,6 @@ def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
 # --- memory, skills and subagents ---------------------------------------------------------
 
 _AGENT_KEYS = ("name", "description", "model", "tools")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
 def _parse_agent(path: Path) -> SubAgent:
@@ -203,22 +201,14 @@ def _parse_agent(path: Path) -> SubAgent:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the subagent definition: {exc}") from exc
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        raise ConfigError(
-            f"{path}: a subagent definition must start with YAML front-matter between "
-            "'---' lines (name, description, optional model and tools), then its prompt"
-        )
     try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        # +2: the mark is 0-based and the front-matter starts after the opening '---'.
-        where = f"{path}, line {mark.line + 2}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{where}: invalid YAML front-matter: {problem}") from exc
-    if not isinstance(meta, dict):
-        raise ConfigError(f"{path}: the front-matter must be a mapping of {', '.join(_AGENT_KEYS)}")
+        meta, body = parse_front_matter(text)
+    except FrontMatterError as exc:
+        where = str(path) if exc.line is None else f"{path}, line {exc.line}"
+        raise ConfigError(
+            f"{where}: {exc.reason}; a subagent definition is YAML front matter between "
+            "'---' lines (name, description, optional model and tools), then its prompt"
+        ) from exc
 
     unknown = sorted(str(key) for key in meta if key not in _AGENT_KEYS)
     if unknown:
@@ -238,7 +228,7 @@ def _parse_agent(path: Path) -> SubAgent:
     ):
         raise ConfigError(f"{path}: 'tools' must be a list of tool names (strings)")
 
-    prompt = text[match.end() :].strip()
+    prompt = body.strip()
     if not prompt:
         raise ConfigError(f"{path}: the definition has no system prompt after the front-matter")
 

@@ -26,10 +26,12 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from fathom.backends._paths import PathError, normalize_path
+from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, resolve_backend
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
+from fathom.middleware.fs_answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
 from fathom.prompt import PromptSection, SectionPromptMixin
 
@@ -91,12 +93,13 @@ def _source_path(source: object) -> str:
     return normalized if source.strip().startswith("/") else normalized[1:]
 
 
-def _loaded(result: ReadResult, max_bytes: int) -> MemoryFile:
+def _loaded(path: str, result: ReadResult, max_bytes: int) -> MemoryFile:
     """Turn one read into what the prompt shows for it."""
     if result.error is not None or result.file_data is None:
-        error = (result.error or "the backend returned no data").removeprefix("Error: ")
-        if "not found" in error.lower():
+        if error_kind(result.error) is ErrorKind.NOT_FOUND:
             return MemoryFile(note=NOT_CREATED_NOTE)
+        text = describe_error(result.error, path, tool="read_file") if result.error else ""
+        error = (text or "the backend returned no data").removeprefix("Error: ")
         return MemoryFile(note=f"(not loaded: {error})")
     view = text_view(result.file_data)
     if view.binary:
@@ -191,15 +194,15 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
     def before_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
         """Read every source and keep the result in state (only when it changed)."""
         backend = self._backend(state, runtime)
-        files = {path: _loaded(backend.read(path), self.max_file_bytes) for path in self.sources}
+        limit = self.max_file_bytes
+        files = {path: _loaded(path, backend.read(path), limit) for path in self.sources}
         return self._update(state, files)
 
     async def abefore_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
         """Async `before_agent`, on the backend's async `aread`."""
         backend = self._backend(state, runtime)
-        files = {
-            path: _loaded(await backend.aread(path), self.max_file_bytes) for path in self.sources
-        }
+        limit = self.max_file_bytes
+        files = {path: _loaded(path, await backend.aread(path), limit) for path in self.sources}
         return self._update(state, files)
 
     # ------------------------------------------------------------------ the prompt

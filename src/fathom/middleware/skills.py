@@ -21,7 +21,6 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
-import yaml
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
@@ -30,6 +29,8 @@ from langchain.agents.middleware.types import (
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
+from fathom._frontmatter import FrontMatterError, parse_front_matter
+from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.protocol import (
     BackendProtocol,
     HookRuntime,
@@ -39,6 +40,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
+from fathom.middleware.fs_answers import describe_error
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 
@@ -110,19 +112,7 @@ Backend = BackendProtocol | Callable[[Any], BackendProtocol]
 
 # --------------------------------------------------------------------------- parsing
 
-_FRONT_MATTER = re.compile(
-    r"\A\ufeff?---[ \t]*\r?\n(?P<body>.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE
-)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _string_keys(value: Any) -> Any:
-    """`value` with every mapping key made a string (checkpoint serializers need them)."""
-    if isinstance(value, Mapping):
-        return {str(key): _string_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_string_keys(item) for item in value]
-    return value
 
 
 def parse_skill(
@@ -140,22 +130,11 @@ def parse_skill(
         The entry (`None` when the skill must be skipped) and the problems found, each a
         sentence naming `path`. A cut description is a problem of a loaded skill.
     """
-    match = _FRONT_MATTER.match(content)
-    if match is None:
-        return None, [
-            f"Skipped skill {path}: it does not start with YAML front matter "
-            "(a '---' line, 'name:' and 'description:', then a closing '---' line)."
-        ]
     try:
-        data = yaml.safe_load(match["body"])
-    except Exception as error:  # any YAML failure; a broken skill never stops the agent
-        reason = " ".join(str(error).split())
-        return None, [f"Skipped skill {path}: its front matter is not valid YAML ({reason})."]
-    if not isinstance(data, dict):
-        return None, [
-            f"Skipped skill {path}: its front matter must be a mapping with 'name' and "
-            f"'description', not {type(data).__name__}."
-        ]
+        data, _body = parse_front_matter(content)
+    except FrontMatterError as error:  # a broken skill is skipped, it never stops the agent
+        where = path if error.line is None else f"{path}, line {error.line}"
+        return None, [f"Skipped skill {where}: {error.reason}."]
     problems: list[str] = []
     for field in ("name", "description"):
         value = data.get(field)
@@ -189,7 +168,7 @@ def parse_skill(
         description=description,
         path=path,
         source=source,
-        extra=_string_keys(extra),
+        extra=extra,
     )
     return entry, problems
 
@@ -220,9 +199,9 @@ class _Loaded:
     problems: list[str]
 
 
-def _missing(error: str) -> bool:
-    """Whether a backend error means the path does not exist (fathom's backends say so)."""
-    return "not found" in error.lower()
+def _missing(error: object) -> bool:
+    """Whether a backend error means the path does not exist (by its kind, never its text)."""
+    return error_kind(error) is ErrorKind.NOT_FOUND
 
 
 def _dir_name(path: str) -> str:
@@ -260,16 +239,18 @@ def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
             if _missing(listing.error):
                 logger.debug("Skill source %s does not exist; nothing to load", source)
             else:
-                problems.append(f"Skipped skill source {source}: {listing.error}")
+                error = describe_error(listing.error, source, tool="ls")
+                problems.append(f"Skipped skill source {source}: {error}")
             continue
         for directory in _skill_dirs(source, listing):
             path = f"{directory}/{SKILL_FILE}"
             result: ReadResult = yield _Read(path)
             if result.error or result.file_data is None:
-                error = result.error or "the backend returned no data"
-                if _missing(error):
+                if _missing(result.error):
                     logger.debug("%s has no %s; not a skill", directory, SKILL_FILE)
                 else:
+                    error = describe_error(result.error, path, tool="read_file")
+                    error = error or "the backend returned no data"
                     problems.append(f"Skipped skill {path}: {error}")
                 continue
             view = text_view(result.file_data)

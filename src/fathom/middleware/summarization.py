@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, overload
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -45,6 +45,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
@@ -310,15 +311,32 @@ class SummarizationMiddleware(AgentMiddleware):
             result[i] = message.model_copy(update={"tool_calls": calls})
         return result if changed else None
 
-    def _archive(self, request: ModelRequest, messages: list[AnyMessage]) -> tuple[str, dict]:
-        """Write the transcript of `messages` to the backend: (path, files update)."""
+    def _archive_target(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> tuple[BackendProtocol, str, str]:
+        """Where the transcript of `messages` goes: (backend, path, transcript)."""
         first_id = next((m.id for m in messages if m.id), None) or "session"
         backend = resolve_backend(self.backend, _tool_like_runtime(request))
-        path = f"{ARCHIVE_DIR}/{first_id}.md"
-        result = backend.write(path, _transcript(messages))
+        return backend, f"{ARCHIVE_DIR}/{first_id}.md", _transcript(messages)
+
+    @staticmethod
+    def _archived(path: str, result: Any) -> tuple[str, dict]:
         if result.error:
             return f"(not archived: {result.error})", {}
         return path, dict(result.files_update or {})
+
+    def _archive(self, request: ModelRequest, messages: list[AnyMessage]) -> tuple[str, dict]:
+        """Write the transcript of `messages` to the backend: (path, files update)."""
+        backend, path, text = self._archive_target(request, messages)
+        return self._archived(path, backend.write(path, text))
+
+    async def _aarchive(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> tuple[str, dict]:
+        """Async `_archive`, on the backend's `awrite` (async runs never block on a write,
+        and stores with only an async API work)."""
+        backend, path, text = self._archive_target(request, messages)
+        return self._archived(path, await backend.awrite(path, text))
 
     def _summary_prompt(self, request: ModelRequest, messages: list[AnyMessage]) -> list:
         window = self._window(request) or self.fallback_trigger_tokens
@@ -367,7 +385,7 @@ class SummarizationMiddleware(AgentMiddleware):
         path, files = archive
         return _Compaction([self._summary_message(summary, path), *kept], files)
 
-    def _config(self) -> dict:
+    def _config(self) -> RunnableConfig:
         return {"metadata": {"lc_source": SUMMARY_SOURCE}, "tags": ["fathom:summarization"]}
 
     def _compact(self, request: ModelRequest, messages: list[AnyMessage]) -> _Compaction | None:
@@ -388,13 +406,22 @@ class SummarizationMiddleware(AgentMiddleware):
         old, kept = split
         model = self.model or request.model
         summary = await model.ainvoke(self._summary_prompt(request, old), config=self._config())
-        return self._summarized(request, old, kept, summary.text, self._archive(request, old))
+        archive = await self._aarchive(request, old)
+        return self._summarized(request, old, kept, summary.text, archive)
 
     def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
         if compaction is not None and compaction.tokens is not None:
             return compaction.tokens >= self._trigger(request)
         messages = compaction.messages if compaction else list(request.messages)
         return self.count_tokens(request, messages) >= self._trigger(request)
+
+    @overload
+    @staticmethod
+    def _merge(first: _Compaction | None, second: _Compaction) -> _Compaction: ...
+
+    @overload
+    @staticmethod
+    def _merge(first: _Compaction | None, second: _Compaction | None) -> _Compaction | None: ...
 
     @staticmethod
     def _merge(first: _Compaction | None, second: _Compaction | None) -> _Compaction | None:
@@ -477,16 +504,21 @@ class SummarizationMiddleware(AgentMiddleware):
 
     # -- offloading big tool results ---------------------------------------------------------
 
-    def _offload(self, request: ToolCallRequest, result: Any) -> Any:
+    def _offload_target(
+        self, request: ToolCallRequest, result: Any
+    ) -> tuple[BackendProtocol, str, str] | None:
+        """Where a too-large tool result goes: (backend, path, content); `None` keeps it."""
         if not isinstance(result, ToolMessage) or request.tool_call["name"] in _NOT_OFFLOADED:
-            return result
+            return None
         content = result.content
         if not isinstance(content, str) or len(content) <= self.offload_tokens * CHARS_PER_TOKEN:
-            return result
+            return None
         call_id = request.tool_call.get("id") or "result"
-        path = f"{OFFLOAD_DIR}/{call_id}"
         backend: BackendProtocol = resolve_backend(self.backend, request.runtime)
-        written = backend.write(path, content)
+        return backend, f"{OFFLOAD_DIR}/{call_id}", content
+
+    def _offloaded(self, result: ToolMessage, path: str, content: str, written: Any) -> Any:
+        """The tool result that replaces one whose content was written to `path`."""
         lines = content.splitlines()
         preview = "\n".join(line[:200] for line in lines[:PREVIEW_LINES])
         if written.error:
@@ -507,6 +539,21 @@ class SummarizationMiddleware(AgentMiddleware):
             return Command(update={"files": written.files_update, "messages": [message]})
         return message
 
+    def _offload(self, request: ToolCallRequest, result: Any) -> Any:
+        target = self._offload_target(request, result)
+        if target is None:
+            return result
+        backend, path, content = target
+        return self._offloaded(result, path, content, backend.write(path, content))
+
+    async def _aoffload(self, request: ToolCallRequest, result: Any) -> Any:
+        """Async `_offload`, on the backend's `awrite`."""
+        target = self._offload_target(request, result)
+        if target is None:
+            return result
+        backend, path, content = target
+        return self._offloaded(result, path, content, await backend.awrite(path, content))
+
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]
     ) -> Any:
@@ -515,7 +562,7 @@ class SummarizationMiddleware(AgentMiddleware):
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
-        return self._offload(request, await handler(request))
+        return await self._aoffload(request, await handler(request))
 
 
 def _as_response(response: Any) -> ModelResponse:
