@@ -158,7 +158,7 @@ class SQLiteBackend(BackendProtocol):
                 self.conn.execute(
                     "INSERT INTO files (path, content, created_at, modified_at) "
                     "VALUES (?, ?, ?, ?)",
-                    (path, content, data["created_at"], data["modified_at"]),
+                    (path, content, data.get("created_at"), data.get("modified_at")),
                 )
         except sqlite3.IntegrityError:
             return WriteResult(

@@ -194,7 +194,8 @@ def filesystem_backend(root: str) -> dict[str, Any]:
 
     agent = create_deep_agent(
         model=model(),  # was: "google_genai:gemini-3.1-pro-preview"
-        backend=FilesystemBackend(root_dir=root),  # was: root_dir="/Users/user/{project}"
+        # was: root_dir="/Users/user/{project}"; unconfined by name, as the tutorial's paths
+        backend=FilesystemBackend(root_dir=root, virtual_mode=False),
         memory=[
             "./AGENTS.md"
         ],

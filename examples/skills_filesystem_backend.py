@@ -182,7 +182,8 @@ def main() -> dict[str, Any]:
 
         agent = create_deep_agent(
             model=llm,  # was: "google_genai:gemini-3.1-pro-preview"
-            backend=FilesystemBackend(root_dir=f"{project}"),
+            # Unconfined, asked for by name: the skill source is a host path.
+            backend=FilesystemBackend(root_dir=f"{project}", virtual_mode=False),
             skills=[f"{project}/skills/"],
             interrupt_on={
                 "write_file": True,  # Default: approve, edit, reject

@@ -166,7 +166,9 @@ def layering() -> dict[str, Any]:
 
         agent = create_deep_agent(
             model=llm,  # was: "google_genai:gemini-3.1-pro-preview"
-            backend=FilesystemBackend(root_dir=project_root),
+            # Unconfined, asked for by name: the skill sources below are host paths, some
+            # outside project_root (the user's home layers).
+            backend=FilesystemBackend(root_dir=project_root, virtual_mode=False),
             skills=[
                 f"{user_home}/.deepagents/{agent_name}/skills/",
                 f"{user_home}/.agents/skills/",

@@ -47,7 +47,8 @@ def test_default_tools_are_planning_filesystem_and_task_without_execute():
     create_deep_agent(model).invoke(USER)
     names = model.requests[0].tool_names
     assert names == [
-        "edit_file", "glob", "grep", "ls", "read_file", "task", "write_file", "write_todos"
+        "delete", "edit_file", "glob", "grep", "ls", "read_file", "task", "write_file",
+        "write_todos",
     ]  # fmt: skip
     assert "execute" not in names
 

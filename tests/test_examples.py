@@ -67,8 +67,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "filesystem_backend": [
         "write_file('/reports/summary.md') -> ok: Wrote /reports/summary.md.",
-        "read_file('/../outside.txt') -> error: Error: the path '/../outside.txt' goes above "
-        "the filesystem root.",
+        "read_file('/../outside.txt') -> error: Error: cannot read '/../outside.txt' (goes above "
+        "the root with '..'). Give an absolute path inside the filesystem, such as /notes.md.",
         "read_file('/etc/passwd') -> error: Error: File '/etc/passwd' not found",
         "files on disk under the root: ['reports/summary.md']",
         "files outside the root unchanged: True",
@@ -102,7 +102,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "custom_backend": [
         "write_file -> error: Error: '/docs/guide.md' already exists.",
-        "edit_file -> error: Error: old_string occurs 2 times in /docs/guide.md.",
+        "edit_file -> error: Error: old_string appears 2 times in /docs/guide.md. Add "
+        "surrounding lines to make it unique, or set replace_all=true",
         "edit_file -> ok: Edited /docs/guide.md: replaced 2 occurrences.",
         "glob -> ok: /docs/api/index.md | /docs/guide.md",
         "grep -> ok: /docs/api/index.md: | 2: Status: draft",
@@ -135,8 +136,10 @@ EXAMPLES: dict[str, list[str]] = {
     "backend_migration": [
         "before:\n  write_file -> ok: Wrote /notes.md.\n  deprecation warnings: 1",
         "rt.context:\n  read_file -> ok: 1 call the bank\n  deprecation warnings: 0",
-        "after:\n  read_file -> error: Error: the StoreBackend namespace factory failed with "
-        "AttributeError: 'NoneType' object has no attribute 'user'\n  deprecation warnings: 0",
+        "after:\n  read_file -> error: Error: could not read '/notes.md': the StoreBackend "
+        "namespace factory failed with AttributeError: 'NoneType' object has no attribute "
+        "'user'. The request itself is not the cause; retry once, and if it fails again tell "
+        "the user.\n  deprecation warnings: 0",
         "store namespaces: [('alice',)]",
     ],
     "subagents_research": [
@@ -278,8 +281,9 @@ EXAMPLES: dict[str, list[str]] = {
         "    - AGENTS.md: # Text-to-SQL Agent; Limit results to 10 rows",
     ],
     "memory_scopes": [
-        "(not loaded: the StoreBackend namespace factory failed with AttributeError: "
-        "'NoneType' object has no attribute 'assistant_id')",
+        "(not loaded: could not read '/memories/AGENTS.md': the StoreBackend namespace "
+        "factory failed with AttributeError: 'NoneType' object has no attribute "
+        "'assistant_id'.",
         "[support-bot, user-bob] 'What do you know?'\n"
         "      From my memory: The team deploys on Tuesdays.",
         "From my memory: The team deploys on Tuesdays.; Releases need two approvals.",
@@ -290,7 +294,8 @@ EXAMPLES: dict[str, list[str]] = {
         "(not created yet;",
         "[user-alice] 'What do you know?'\n      From my memory: I like answers as tables.",
         "in the store: [(('user-alice',), '/preferences.md')]",
-        "'NoneType' object has no attribute 'user')). Which language?",
+        "'NoneType' object has no attribute 'user'. The request itself is not the cause; "
+        "retry once, and if it fails again tell the user.)). Which language?",
         "[user-alice] 'How do I read a CSV file?'\n      - Use the csv module:\n      ```python",
         "[user-bob] 'How do I read a CSV file?'\n      Reading a CSV file means splitting each "
         "line into fields. In TypeScript,",
@@ -565,7 +570,8 @@ def test_filesystem_backend_main(tmp_path):
 
     write, outside, passwd = tool_messages(outcome["state"])
     assert write.status != "error"
-    assert outside.status == "error" and "goes above the filesystem root" in outside.content
+    assert outside.status == "error" and "goes above the root with '..'" in outside.content
+    assert "Give an absolute path inside the filesystem" in outside.content
     assert passwd.status == "error" and "not found" in passwd.content
     assert all(
         example.SECRET.strip() not in str(m.content) and "root:" not in str(m.content)

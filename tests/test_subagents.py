@@ -26,7 +26,9 @@ SUPERVISOR_PROMPT = "你是个人助理主管。遇到日程类请求时，交�
 CALENDAR_PROMPT = "你是日历助手。收到日程请求后，调用 create_calendar_event 创建事件，然后确认。"
 TASK = "帮我约明天下午 3 点和张三开产品评审会，时长 1 小时"
 CREATED = "OK: created '产品评审会' at 2025-06-11T15:00:00 for 60 min"
-BUILTINS = ["edit_file", "glob", "grep", "ls", "read_file", "write_file", "write_todos"]
+BUILTINS = [
+    "delete", "edit_file", "glob", "grep", "ls", "read_file", "write_file", "write_todos"
+]
 
 
 @tool

@@ -8,7 +8,14 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import InterruptOnConfig
-from langchain.agents.middleware.types import AgentMiddleware
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    InputAgentState,
+    OutputAgentState,
+    ResponseT,
+)
+from langchain.agents.structured_output import ResponseFormat
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
@@ -16,8 +23,9 @@ from langgraph.cache.base import BaseCache
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
+from langgraph.typing import ContextT
 
-from fathom.backends.protocol import BackendProtocol, supports_execute
+from fathom.backends.protocol import BackendFactory, BackendProtocol, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
@@ -142,7 +150,7 @@ def _build_graph(
     cache: BaseCache | None,
     interrupt_on: Mapping[str, Any] | None = None,
     who: str = "",
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
 
     `interrupt_on` is the part of the approval configuration given for this agent itself;
@@ -176,8 +184,18 @@ def _build_graph(
     return compact_tool_dispatch(agent)
 
 
-def _offers_execute(backend: Any) -> bool:
-    """Whether the agent gets the `execute` tool: the backend (or factory) runs commands."""
+def _offers_execute(backend: Any, permissions: Sequence[Any] | None = None) -> bool:
+    """Whether the agent gets the `execute` tool: the backend runs commands, or it is a
+    factory, whose backend is only known per tool call (the tool then answers with an error
+    when that call's backend cannot run commands).
+
+    A factory may say what its backends can do with a `can_execute` attribute (as
+    `SandboxScope` does). One that does not, given `permissions`, gets no `execute`: a shell
+    its backend might have would walk around the rules, which only the file tools enforce.
+    """
+    if callable(backend) and not isinstance(backend, BackendProtocol):
+        declared = getattr(backend, "can_execute", None)
+        return bool(declared) if declared is not None else not permissions
     return supports_execute(backend) or bool(getattr(backend, "can_execute", False))
 
 
@@ -195,7 +213,7 @@ def _core_middleware(
           if memory else []),
         *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
         FilesystemMiddleware(backend=backend, permissions=permissions),
-        *([ExecuteMiddleware(backend=backend)] if _offers_execute(backend) else []),
+        *([ExecuteMiddleware(backend=backend)] if _offers_execute(backend, permissions) else []),
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
     ]
@@ -234,7 +252,7 @@ def _compile_subagents(
     compiled: list[CompiledSubAgent] = []
     for spec in specs:
         if "runnable" in spec:
-            compiled.append(CompiledSubAgent(**spec))  # type: ignore[typeddict-item]
+            compiled.append(CompiledSubAgent(**spec))
             continue
         for key in ("name", "description"):
             if not spec.get(key):
@@ -270,22 +288,24 @@ def create_deep_agent(
     tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
     *,
     system_prompt: str | SystemMessage | None = None,
-    middleware: Sequence[AgentMiddleware] = (),
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
     subagents: Sequence[SubAgent | CompiledSubAgent | Mapping[str, Any]] | None = None,
     skills: list[str] | None = None,
     memory: list[str] | None = None,
     permissions: Sequence[FilesystemPermission] | None = None,
-    backend: BackendProtocol | Callable[[Any], BackendProtocol] | None = None,
-    interrupt_on: dict[str, bool | InterruptOnConfig] | None = None,
-    response_format: Any = None,
-    context_schema: type[Any] | None = None,
+    backend: BackendProtocol | BackendFactory | None = None,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    response_format: ResponseFormat[ResponseT] | type[ResponseT] | dict[str, Any] | None = None,
+    context_schema: type[ContextT] | None = None,
     checkpointer: Checkpointer | None = None,
     store: BaseStore | None = None,
     debug: bool = False,
     name: str | None = None,
-    cache: BaseCache | None = None,
+    cache: BaseCache[Any] | None = None,
     general_purpose_subagent: bool = True,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[
+    AgentState[ResponseT], ContextT, InputAgentState, OutputAgentState[ResponseT]
+]:
     """Build a deep agent: a compiled LangGraph graph that plans, keeps files and delegates.
 
     The agent runs LangChain's agent loop with fathom's middleware stack, outermost first:

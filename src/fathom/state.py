@@ -6,8 +6,9 @@ and the full mapping is rebuilt by replaying them, so storage grows with the dat
 not with the number of steps times the size of the filesystem.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: the TypedDicts below must see their
+# `NotRequired`/`Required` markers at class creation, or every key reads as required at
+# runtime (`__required_keys__`), which LangGraph and callers inspect.
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal, NotRequired, Required
 
@@ -24,6 +25,7 @@ __all__ = [
     "FileData",
     "FilesState",
     "FilesUpdate",
+    "FilesystemState",
     "merge_files",
     "reduce_files",
 ]
@@ -35,10 +37,11 @@ class FileData(TypedDict):
     content: str
     """The file's text, or its bytes in base64 when `encoding` is `"base64"`."""
     encoding: Literal["utf-8", "base64"]
-    created_at: str
-    """ISO-8601 UTC timestamp of creation."""
-    modified_at: str
-    """ISO-8601 UTC timestamp of the last change."""
+    created_at: NotRequired[str]
+    """ISO-8601 UTC timestamp of creation (absent in data written by some other tools;
+    read it with `.get`)."""
+    modified_at: NotRequired[str]
+    """ISO-8601 UTC timestamp of the last change (may be absent, like `created_at`)."""
 
 
 FilesUpdate = dict[str, FileData | None]
@@ -85,6 +88,11 @@ class FilesState(AgentState):
     ]
 
 
+FilesystemState = FilesState
+"""The Deep Agents name of `FilesState` (`deepagents.middleware.filesystem.FilesystemState`):
+the same class, so state schemas written against either name are one schema."""
+
+
 MESSAGES_SNAPSHOT_FREQUENCY = 10_000
 """Updates between full snapshots of the `messages` channel (see `DeepAgentState`)."""
 
@@ -102,6 +110,12 @@ class DeepAgentState(FilesState):
     messages: Required[
         Annotated[
             list[AnyMessage],
-            DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY),
+            # LangGraph's own reducer, passed as is: LangGraph recognises it by identity (to
+            # give messages ids), though its `list` parameter is narrower than the
+            # `Sequence` DeltaChannel declares (it does pass a list).
+            DeltaChannel(
+                _messages_delta_reducer,  # pyright: ignore[reportArgumentType]
+                snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY,
+            ),
         ]
     ]

@@ -9,6 +9,7 @@ from langgraph.store.memory import InMemoryStore
 
 from fathom import create_deep_agent
 from fathom.backends import CompositeBackend, StateBackend, create_file_data
+from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.state import merge_files
 from fathom.testing import ScriptedModel, ai, tool_call
 
@@ -108,15 +109,23 @@ class InMemoryRoute:
 def test_error_messages_name_the_full_path():
     rt = StateRuntime()
     backend = composite(rt)
-    assert "'/memories/nope.md'" in backend.read("/memories/nope.md").error
-    assert "'/memories/nope.md'" in backend.edit("/memories/nope.md", "a", "b").error
+    missing = BackendError(ErrorKind.NOT_FOUND, "/memories/nope.md")
+    assert backend.read("/memories/nope.md").error == missing
+    assert backend.edit("/memories/nope.md", "a", "b").error == missing
+    assert backend.read("/memories/projects/deep/nope.md").error == BackendError(
+        ErrorKind.NOT_FOUND, "/memories/projects/deep/nope.md"
+    )
 
 
 def test_route_roots_are_directories_and_bad_paths_are_errors():
     rt = StateRuntime()
     backend = composite(rt)
-    assert "directory" in backend.write("/memories/", "x").error
-    assert "above" in backend.read("/memories/../../etc/passwd").error
+    written = backend.write("/memories/", "x").error
+    assert error_kind(written) is ErrorKind.INVALID
+    assert "names a directory" in written.detail
+    escaped = backend.read("/memories/../../etc/passwd").error
+    assert error_kind(escaped) is ErrorKind.INVALID
+    assert "above the root" in escaped.detail
     assert backend.ls("/memories/").entries == [{"path": "/memories/projects/", "is_dir": True}]
 
 
@@ -124,7 +133,7 @@ def test_ls_of_a_directory_only_routes_create():
     rt = StateRuntime()
     backend = CompositeBackend(default=StateBackend(), routes={"/a/b/": StateBackend()}).bind(rt)
     assert backend.ls("/a").entries == [{"path": "/a/b/", "is_dir": True}]
-    assert "not found" in backend.ls("/zzz").error
+    assert backend.ls("/zzz").error == BackendError(ErrorKind.NOT_FOUND, "/zzz")
 
 
 def test_glob_pattern_with_a_directory_part_is_matched_from_the_search_root():
@@ -181,7 +190,7 @@ async def test_async_methods_route_the_same_way():
     assert rt.state["files"] == {}
 
 
-def test_the_seed_memories_route_persists_across_threads_in_an_agent():
+def test_the_tutorial_memories_route_persists_across_threads_in_an_agent():
     from fathom.backends.store import StoreBackend
 
     store = InMemoryStore()

@@ -22,6 +22,7 @@ from langchain_core.messages import ToolMessage
 
 from fathom import create_deep_agent
 from fathom.backends import BackendProtocol, supports_delete
+from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.filesystem import FilesystemBackend
 from fathom.backends.protocol import WriteResult, resolve_backend
 from fathom.backends.utils import MAX_EDIT_BYTES
@@ -29,7 +30,7 @@ from fathom.testing import ScriptedModel, ai, tool_call
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 SECRET = b"TOP SECRET\n"
-OUTSIDE_ERROR = "resolves outside the workspace root; only files inside it can be used."
+K = ErrorKind
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
@@ -58,7 +59,31 @@ def vfs(root: Path) -> FilesystemBackend:
 
 @pytest.fixture
 def real(root: Path) -> FilesystemBackend:
-    return FilesystemBackend(root_dir=root)
+    return FilesystemBackend(root_dir=root, virtual_mode=False)
+
+
+HAS_RG = shutil.which("rg") is not None
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(True, id="ripgrep", marks=pytest.mark.skipif(not HAS_RG, reason="no rg")),
+        pytest.param(False, id="python"),
+    ]
+)
+def searcher(root: Path, request: pytest.FixtureRequest) -> FilesystemBackend:
+    """A confined backend whose `grep` runs with ripgrep, then one that searches in Python."""
+    backend = FilesystemBackend(root_dir=root, ripgrep=request.param)
+    assert (backend.ripgrep is not None) is request.param
+    return backend
+
+
+def kind(result: Any) -> ErrorKind | None:
+    """The kind of a result's typed error (`None` on success)."""
+    if result.error is None:
+        return None
+    assert isinstance(result.error, BackendError), result.error
+    return result.error.kind
 
 
 def snapshot(path: Path) -> dict[str, bytes | str]:
@@ -125,7 +150,7 @@ def test_root_defaults_to_the_working_directory(
     monkeypatch.chdir(root)
     backend = FilesystemBackend()
     assert backend.root_dir == os.path.realpath(root)
-    assert backend.virtual_mode is False
+    assert backend.virtual_mode is True  # confined unless virtual_mode=False is passed
     assert backend.max_file_size_bytes == 10 * 1024 * 1024
 
 
@@ -190,7 +215,7 @@ def test_virtual_round_trip(vfs: FilesystemBackend, root: Path) -> None:
     deleted = vfs.delete("/notes/a.txt")
     assert (deleted.error, deleted.path, deleted.files_update) == (None, "/notes/a.txt", None)
     assert not (root / "notes" / "a.txt").exists()
-    assert vfs.read("/notes/a.txt").error == "Error: File '/notes/a.txt' not found"
+    assert vfs.read("/notes/a.txt").error == BackendError(K.NOT_FOUND, "/notes/a.txt")
 
 
 def test_real_mode_round_trip_uses_absolute_os_paths(real: FilesystemBackend, root: Path) -> None:
@@ -223,9 +248,11 @@ def test_real_mode_reaches_absolute_paths_outside_the_root(
 
 
 def test_real_mode_still_refuses_nul_bytes_and_empty_paths(real: FilesystemBackend) -> None:
-    assert "NUL byte" in real.read("a\x00b").error
-    assert "NUL byte" in real.write("a\x00b", "x").error
-    assert "empty" in real.read("").error
+    assert real.read("a\x00b").error == BackendError(K.INVALID, "a\x00b", "contains a NUL byte")
+    assert real.write("a\x00b", "x").error == BackendError(
+        K.INVALID, "a\x00b", "contains a NUL byte"
+    )
+    assert real.read("").error == BackendError(K.INVALID, "", "is empty")
 
 
 def test_real_mode_relative_dotdot_is_allowed(real: FilesystemBackend, root: Path) -> None:
@@ -271,7 +298,7 @@ def test_ls_missing_directory_and_empty_root(vfs: FilesystemBackend) -> None:
     assert vfs.ls("/").entries == []
     result = vfs.ls("/nope")
     assert result.entries is None
-    assert result.error == "Error: directory '/nope' not found."
+    assert result.error == BackendError(K.NOT_FOUND, "/nope")
 
 
 # --------------------------------------------------------------------------- read
@@ -287,25 +314,25 @@ def test_read_binary_file_is_base64(vfs: FilesystemBackend, root: Path) -> None:
 def test_read_errors(vfs: FilesystemBackend, root: Path) -> None:
     (root / "d").mkdir()
     (root / "f.txt").write_text("x")
-    assert vfs.read("/x").error == "Error: File '/x' not found"
-    assert vfs.read("/f.txt/inner").error == "Error: File '/f.txt/inner' not found"
-    assert vfs.read("/d").error == "Error: '/d' is a directory. Use ls to see what it holds."
-    assert "is a directory" in vfs.read("/").error
+    assert vfs.read("/x").error == BackendError(K.NOT_FOUND, "/x")
+    assert vfs.read("/f.txt/inner").error == BackendError(K.NOT_FOUND, "/f.txt/inner")
+    assert vfs.read("/d").error == BackendError(K.IS_DIRECTORY, "/d")
+    assert kind(vfs.read("/")) == K.IS_DIRECTORY
 
 
 def test_read_over_the_size_limit_says_size_and_suggests_grep(root: Path) -> None:
     (root / "big.log").write_bytes(b"x" * 2000)
     backend = FilesystemBackend(root, virtual_mode=True, max_file_size_mb=0.001)
-    error = backend.read("/big.log").error
-    assert error.startswith("Error: '/big.log' is 2,000 bytes, over the 1,048-byte limit")
-    assert "grep" in error
+    assert backend.read("/big.log").error == BackendError(
+        K.TOO_LARGE, "/big.log", count=2000, limit=1048
+    )
     (root / "small.txt").write_bytes(b"x" * 1000)
     assert backend.read("/small.txt").error is None
 
 
 def test_read_fifo_is_refused_without_blocking(vfs: FilesystemBackend, root: Path) -> None:
     os.mkfifo(root / "pipe")
-    assert vfs.read("/pipe").error == "Error: '/pipe' is not a regular file and cannot be read."
+    assert vfs.read("/pipe").error == BackendError(K.INVALID, "/pipe", "is not a regular file")
     assert vfs.grep("x").matches == []
     assert paths(vfs.ls("/")) == ["/pipe"]
 
@@ -342,14 +369,14 @@ def test_unreadable_file_is_an_error_not_an_exception(root: Path) -> None:
     try:
         results = run_without_file_permission_override(
             root,
-            "results = {'read': vfs.read('/locked.txt').error,"
-            " 'edit': vfs.edit('/locked.txt', 'needle', 'pin').error,"
+            "results = {'read': vfs.read('/locked.txt').error.kind,"
+            " 'edit': vfs.edit('/locked.txt', 'needle', 'pin').error.kind,"
             " 'grep': [m['path'] for m in vfs.grep('needle').matches]}",
         )
     finally:
         os.chmod(root / "locked.txt", 0o644)
-    assert "permission denied" in results["read"]
-    assert "permission denied" in results["edit"]
+    assert results["read"] == K.PERMISSION
+    assert results["edit"] == K.PERMISSION
     assert results["grep"] == ["/open.txt"]
     assert (root / "locked.txt").read_text() == "needle\n"
 
@@ -359,11 +386,11 @@ def test_write_into_read_only_directory_is_an_error(root: Path) -> None:
     os.chmod(root / "ro", 0o555)
     try:
         results = run_without_file_permission_override(
-            root, "results = {'write': vfs.write('/ro/a.txt', 'x').error}"
+            root, "results = {'write': vfs.write('/ro/a.txt', 'x').error.kind}"
         )
     finally:
         os.chmod(root / "ro", 0o755)
-    assert "permission denied" in results["write"]
+    assert results["write"] == K.PERMISSION
     assert not (root / "ro" / "a.txt").exists()
     assert temp_files(root) == []
 
@@ -371,13 +398,18 @@ def test_write_into_read_only_directory_is_an_error(root: Path) -> None:
 # --------------------------------------------------------------------------- write
 
 
-def test_write_is_create_only(vfs: FilesystemBackend, root: Path) -> None:
-    (root / "a.txt").write_text("original")
+def test_write_replaces_an_existing_file_keeping_its_mode(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    (root / "a.txt").write_text("original, and longer than the new content")
+    os.chmod(root / "a.txt", 0o640)
+    inode = (root / "a.txt").stat().st_ino
     result = vfs.write("a.txt", "new")
-    assert result.error == (
-        "Error: '/a.txt' already exists. Use edit_file to change it, or write to a new path."
-    )
-    assert (root / "a.txt").read_text() == "original"
+    assert result == WriteResult(path="/a.txt", files_update=None)
+    assert (root / "a.txt").read_text() == "new"
+    assert stat.S_IMODE((root / "a.txt").stat().st_mode) == 0o640
+    assert (root / "a.txt").stat().st_ino != inode  # a new file swapped in, not rewritten
+    assert temp_files(root) == []
 
 
 def test_write_creates_missing_parent_directories(vfs: FilesystemBackend, root: Path) -> None:
@@ -398,20 +430,25 @@ def test_write_uses_the_umask_default_mode(vfs: FilesystemBackend, root: Path) -
 def test_write_refusals(vfs: FilesystemBackend, root: Path) -> None:
     (root / "d").mkdir()
     (root / "f.txt").write_text("x")
-    assert vfs.write("/", "x").error == "Error: '/' is the root directory, not a file path."
-    assert vfs.write("/d", "x").error == (
-        "Error: '/d' is a directory. Write to a file path inside it instead."
+    assert vfs.write("/", "x").error == BackendError(K.IS_DIRECTORY, "/")
+    assert vfs.write("/d", "x").error == BackendError(K.IS_DIRECTORY, "/d")
+    assert (root / "d").is_dir()
+    assert vfs.write("/f.txt/inner.txt", "x").error == BackendError(
+        K.NOT_A_DIRECTORY, "/f.txt/inner.txt"
     )
-    assert "a parent path is a file" in vfs.write("/f.txt/inner.txt", "x").error
-    assert "not valid Unicode" in vfs.write("/s.txt", "bad \udcff").error
+    assert vfs.write("/f.txt/a/b.txt", "x").error == BackendError(
+        K.NOT_A_DIRECTORY, "/f.txt/a/b.txt"
+    )
+    assert vfs.write("/s.txt", "bad \udcff").error == BackendError(
+        K.INVALID, "/s.txt", "the content is not valid Unicode (a lone surrogate)"
+    )
     assert not (root / "s.txt").exists()
 
 
 def test_write_over_limit_is_refused(vfs: FilesystemBackend, root: Path) -> None:
     result = vfs.write("/big.txt", "x" * (MAX_EDIT_BYTES + 1))
-    assert result.error == (
-        f"Error: the content is {MAX_EDIT_BYTES + 1:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-        "limit for one file. Split it into several smaller files."
+    assert result.error == BackendError(
+        K.TOO_LARGE, "/big.txt", count=MAX_EDIT_BYTES + 1, limit=MAX_EDIT_BYTES
     )
     assert not (root / "big.txt").exists()
 
@@ -427,9 +464,7 @@ def test_write_failing_at_fsync_leaves_no_target_and_no_temp(
 
     monkeypatch.setattr(os, "fsync", no_space)
     result = vfs.write("/sub/a.txt", "content")
-    assert result.error == (
-        "Error: could not write '/sub/a.txt': the disk is full. Nothing was written."
-    )
+    assert result.error == BackendError(K.FAILED, "/sub/a.txt", "No space left on device")
     assert not (root / "sub" / "a.txt").exists()
     assert temp_files(root) == []
 
@@ -446,9 +481,7 @@ def test_write_failing_midway_leaves_no_half_written_file(
     monkeypatch.setattr(os, "write", half_then_fail)
     result = vfs.write("/a.txt", "0123456789" * 100)
     monkeypatch.undo()
-    assert result.error == (
-        "Error: could not write '/a.txt': Input/output error. Nothing was written."
-    )
+    assert result.error == BackendError(K.FAILED, "/a.txt", "Input/output error")
     assert not (root / "a.txt").exists()
     assert temp_files(root) == []
 
@@ -466,31 +499,20 @@ def test_write_crash_with_unexpected_exception_still_cleans_up(
     assert temp_files(root) == []
 
 
-def test_write_falls_back_to_rename_without_hard_links(
+def test_write_never_replaces_a_directory_that_appears_at_the_last_moment(
     vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unsupported(*args: Any, **kwargs: Any) -> None:
-        raise OSError(errno.EPERM, "Operation not permitted")
+    real_replace = os.replace
 
-    monkeypatch.setattr(os, "link", unsupported)
-    assert vfs.write("/a.txt", "via rename").error is None
-    assert (root / "a.txt").read_text() == "via rename"
-    assert temp_files(root) == []
+    def racing_replace(src: str, dst: str, **kwargs: Any) -> None:
+        (root / "a.txt").mkdir()  # another process makes a directory there meanwhile
+        (root / "a.txt" / "keep.txt").write_text("kept")
+        real_replace(src, dst, **kwargs)
 
-
-def test_write_losing_a_creation_race_keeps_the_other_file(
-    vfs: FilesystemBackend, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_link = os.link
-
-    def racing_link(src: str, dst: str, **kwargs: Any) -> None:
-        (root / "a.txt").write_text("the other writer")  # `dst` is relative to a dir fd
-        real_link(src, dst, **kwargs)
-
-    monkeypatch.setattr(os, "link", racing_link)
+    monkeypatch.setattr(os, "replace", racing_replace)
     result = vfs.write("/a.txt", "mine")
-    assert "already exists" in result.error
-    assert (root / "a.txt").read_text() == "the other writer"
+    assert result.error == BackendError(K.IS_DIRECTORY, "/a.txt")
+    assert (root / "a.txt" / "keep.txt").read_text() == "kept"
     assert temp_files(root) == []
 
 
@@ -502,19 +524,15 @@ def test_edit_errors_mirror_the_state_backend(vfs: FilesystemBackend, root: Path
     (root / "bin").write_bytes(b"\x7fELF\x00\x00abc")
     (root / "latin.txt").write_bytes("café\n".encode("latin-1"))
     (root / "d").mkdir()
-    assert vfs.edit("/missing", "a", "b").error == "Error: File '/missing' not found"
-    assert vfs.edit("/a.txt", "zzz", "y").error.startswith(
-        "Error: old_string was not found in /a.txt."
+    assert vfs.edit("/missing", "a", "b").error == BackendError(K.NOT_FOUND, "/missing")
+    assert vfs.edit("/a.txt", "zzz", "y").error == BackendError(K.NO_MATCH, "/a.txt")
+    assert vfs.edit("/a.txt", "abc", "x").error == BackendError(K.NOT_UNIQUE, "/a.txt", count=2)
+    assert kind(vfs.edit("/a.txt", "abc", "abc")) == K.INVALID
+    assert vfs.edit("/bin", "abc", "x").error == BackendError(K.BINARY, "/bin")
+    assert vfs.edit("/latin.txt", "caf", "x").error == BackendError(
+        K.BINARY, "/latin.txt", "not valid UTF-8"
     )
-    assert "occurs 2 times in /a.txt" in vfs.edit("/a.txt", "abc", "x").error
-    assert vfs.edit("/a.txt", "abc", "abc").error == (
-        "Error: old_string and new_string are the same; nothing to do."
-    )
-    assert vfs.edit("/bin", "abc", "x").error == (
-        "Error: '/bin' is a binary file and cannot be edited."
-    )
-    assert "not valid UTF-8" in vfs.edit("/latin.txt", "caf", "x").error
-    assert "is a directory" in vfs.edit("/d", "a", "b").error
+    assert vfs.edit("/d", "a", "b").error == BackendError(K.IS_DIRECTORY, "/d")
     assert (root / "a.txt").read_text() == "abc abc\n"
     assert (root / "latin.txt").read_bytes() == "café\n".encode("latin-1")
 
@@ -537,14 +555,15 @@ def test_edit_keeps_line_endings_and_file_mode(vfs: FilesystemBackend, root: Pat
 
 def test_edit_size_limits(vfs: FilesystemBackend, root: Path) -> None:
     (root / "big.txt").write_bytes(b"a" * (MAX_EDIT_BYTES + 1))
-    assert vfs.edit("/big.txt", "a", "b").error == (
-        f"Error: '/big.txt' is {MAX_EDIT_BYTES + 1:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-        "limit for editing in place."
+    assert vfs.edit("/big.txt", "a", "b").error == BackendError(
+        K.TOO_LARGE, "/big.txt", count=MAX_EDIT_BYTES + 1, limit=MAX_EDIT_BYTES
     )
     (root / "grow.txt").write_text("x" * (MAX_EDIT_BYTES - 10) + "SEED")
-    assert "over the" in vfs.edit("/grow.txt", "SEED", "y" * 100).error
+    assert vfs.edit("/grow.txt", "SEED", "y" * 100).error == BackendError(
+        K.TOO_LARGE, "/grow.txt", count=MAX_EDIT_BYTES + 90, limit=MAX_EDIT_BYTES
+    )
     assert (root / "grow.txt").stat().st_size == MAX_EDIT_BYTES - 6
-    assert "not valid Unicode" in vfs.edit("/grow.txt", "SEED", "\udcff").error
+    assert kind(vfs.edit("/grow.txt", "SEED", "\udcff")) == K.INVALID
 
 
 def test_edit_failing_at_replace_leaves_the_original(
@@ -557,9 +576,7 @@ def test_edit_failing_at_replace_leaves_the_original(
 
     monkeypatch.setattr(os, "replace", fail)
     result = vfs.edit("/a.txt", "keep", "lose")
-    assert result.error == (
-        "Error: could not write '/a.txt': Input/output error. Nothing was written."
-    )
+    assert result.error == BackendError(K.FAILED, "/a.txt", "Input/output error")
     assert (root / "a.txt").read_text() == "keep me\n"
     assert temp_files(root) == []
 
@@ -592,7 +609,7 @@ def test_edit_refuses_when_the_file_changed_meanwhile(
 
     monkeypatch.setattr(os, "fsync", concurrent_change)
     result = vfs.edit("/a.txt", "one", "uno")
-    assert "changed on disk while it was being edited" in result.error
+    assert result.error == BackendError(K.CHANGED, "/a.txt")
     assert (root / "a.txt").read_text() == "one\ntwo\n"
     assert temp_files(root) == []
 
@@ -603,12 +620,44 @@ def test_edit_refuses_when_the_file_changed_meanwhile(
 def test_delete_errors(vfs: FilesystemBackend, root: Path) -> None:
     (root / "d").mkdir()
     (root / "d" / "f.txt").write_text("x")
-    assert vfs.delete("/missing").error == "Error: File '/missing' not found"
-    assert vfs.delete("/d").error == (
-        "Error: '/d' is a directory. Delete the files in it one by one."
-    )
-    assert vfs.delete("/").error == "Error: '/' is the root directory, not a file path."
+    assert vfs.delete("/missing").error == BackendError(K.NOT_FOUND, "/missing")
+    assert vfs.delete("/d/f.txt/x").error == BackendError(K.NOT_FOUND, "/d/f.txt/x")
+    for root_path in ("/", "/d/..", ""):
+        assert kind(vfs.delete(root_path)) == K.INVALID, root_path
     assert (root / "d" / "f.txt").exists()
+
+
+@pytest.mark.parametrize("virtual", [True, False])
+def test_delete_removes_a_directory_tree_without_following_links_out(
+    root: Path, outside: Path, virtual: bool
+) -> None:
+    backend = FilesystemBackend(root, virtual_mode=virtual)
+    (root / "d" / "sub" / "deeper").mkdir(parents=True)
+    (root / "d" / "a.txt").write_text("a")
+    (root / "d" / "sub" / "deeper" / "b.txt").write_text("b")
+    (root / "d" / "sub" / "out").symlink_to(outside, target_is_directory=True)
+    (root / "d" / "secret-link").symlink_to(outside / "secret.txt")
+    (root / "keep.txt").write_text("k")
+    path = "/d" if virtual else str(root / "d")
+    result = backend.delete(path)
+    assert (result.error, result.path) == (None, path if virtual else os.path.realpath(path))
+    assert not (root / "d").exists()
+    assert (outside / "secret.txt").read_bytes() == SECRET  # links removed, not followed
+    assert (root / "keep.txt").read_text() == "k"
+    root_path = "/" if virtual else str(root)
+    assert kind(backend.delete(root_path)) == K.INVALID
+    assert root.is_dir()
+
+
+def test_delete_of_a_symlinked_directory_removes_only_the_link(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    (root / "real").mkdir()
+    (root / "real" / "f.txt").write_text("x")
+    (root / "alias").symlink_to("real", target_is_directory=True)
+    assert vfs.delete("/alias").path == "/alias"
+    assert not (root / "alias").exists()
+    assert (root / "real" / "f.txt").read_text() == "x"
 
 
 # --------------------------------------------------------------------------- glob and grep
@@ -629,12 +678,18 @@ def test_glob_matching_semantics(vfs: FilesystemBackend, root: Path) -> None:
 
 def test_glob_errors(vfs: FilesystemBackend, root: Path) -> None:
     (root / "a.txt").write_text("x")
-    assert vfs.glob("*", "/nope").error == "Error: directory '/nope' not found."
-    assert "is not valid" in vfs.glob("[z-a]").error
+    assert vfs.glob("*", "/nope").error == BackendError(K.NOT_FOUND, "/nope")
+    too_long = "x" * 1001
+    error = vfs.glob(too_long).error
+    assert (error.kind, error.limit) == (K.LIMIT, 1000)
+    assert "1001 characters long" in error.detail
     assert vfs.glob("*", "/a.txt").matches == []
 
 
-def test_grep_is_literal_sorted_and_skips_binary(vfs: FilesystemBackend, root: Path) -> None:
+def test_grep_is_literal_sorted_and_skips_binary(
+    searcher: FilesystemBackend, root: Path
+) -> None:
+    vfs = searcher
     make_tree(root)
     result = vfs.grep("abc")
     assert [(m["path"], m["line"]) for m in result.matches] == [
@@ -647,18 +702,20 @@ def test_grep_is_literal_sorted_and_skips_binary(vfs: FilesystemBackend, root: P
     assert result.skipped is None
 
 
-def test_grep_path_glob_and_single_file(vfs: FilesystemBackend, root: Path) -> None:
+def test_grep_path_glob_and_single_file(searcher: FilesystemBackend, root: Path) -> None:
+    vfs = searcher
     make_tree(root)
     assert {m["path"] for m in vfs.grep("abc", glob="*.md").matches} == {"/docs/guide.md"}
     assert {m["path"] for m in vfs.grep("abc", "/src/pkg").matches} == {"/src/pkg/deep.py"}
     assert vfs.grep("abc", "/src/util.py").matches == [
         {"path": "/src/util.py", "line": 2, "text": "    return 'abc'"}
     ]
-    assert vfs.grep("abc", "/nope").error == "Error: path '/nope' not found."
-    assert "is not valid" in vfs.grep("abc", glob="[z-a]").error
+    assert vfs.grep("abc", "/nope").error == BackendError(K.NOT_FOUND, "/nope")
+    assert kind(vfs.grep("abc", glob="x" * 1001)) == K.LIMIT
 
 
-def test_grep_lists_too_large_files_as_skipped(vfs: FilesystemBackend, root: Path) -> None:
+def test_grep_lists_too_large_files_as_skipped(searcher: FilesystemBackend, root: Path) -> None:
+    vfs = searcher
     (root / "big.txt").write_bytes(b"needle\n" + b"x" * MAX_EDIT_BYTES)
     (root / "small.txt").write_text("needle\n")
     result = vfs.grep("needle")
@@ -672,10 +729,10 @@ def test_grep_lists_too_large_files_as_skipped(vfs: FilesystemBackend, root: Pat
 @pytest.mark.parametrize(
     ("path", "fragment"),
     [
-        ("/../outside/secret.txt", "goes above the filesystem root"),
-        ("../outside/secret.txt", "goes above the filesystem root"),
-        ("/a/../../outside/secret.txt", "goes above the filesystem root"),
-        ("~/secret.txt", "uses '~'"),
+        ("/../outside/secret.txt", "goes above the root"),
+        ("../outside/secret.txt", "goes above the root"),
+        ("/a/../../outside/secret.txt", "goes above the root"),
+        ("~/secret.txt", "starts with '~'"),
         ("..\\outside\\secret.txt", "backslash"),
         ("/a\x00b", "NUL byte"),
         ("", "empty"),
@@ -694,8 +751,8 @@ def test_virtual_mode_refuses_escaping_paths(
     if path:  # an empty directory path means the root
         results += [vfs.ls(path), vfs.glob("*", path), vfs.grep("SECRET", path)]
     for result in results:
-        assert result.error is not None
-        assert fragment in result.error
+        assert kind(result) == K.INVALID
+        assert fragment in result.error.detail
     assert snapshot(tmp_path) == before
 
 
@@ -704,7 +761,7 @@ def test_virtual_absolute_paths_are_anchored_at_the_root(
 ) -> None:
     real_passwd = Path("/etc/passwd")
     before = real_passwd.read_bytes() if real_passwd.exists() else None
-    assert vfs.read("/etc/passwd").error == "Error: File '/etc/passwd' not found"
+    assert vfs.read("/etc/passwd").error == BackendError(K.NOT_FOUND, "/etc/passwd")
     assert vfs.write("/etc/passwd", "fake\n").path == "/etc/passwd"
     assert (root / "etc" / "passwd").read_text() == "fake\n"
     assert vfs.read("/etc/passwd").file_data["content"] == "fake\n"
@@ -752,7 +809,7 @@ def test_symlinks_out_of_the_root_are_refused_for_files(
         vfs.ls(path),
         vfs.grep("SECRET", path),
     ]:
-        assert result.error == f"Error: '{path}' {OUTSIDE_ERROR}"
+        assert result.error == BackendError(K.OUTSIDE_ROOT, path)
     assert snapshot(tmp_path) == before
 
 
@@ -760,9 +817,9 @@ def test_symlinked_directory_out_of_the_root_is_refused(
     vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path]
 ) -> None:
     before = snapshot(tmp_path)
-    assert vfs.ls("/outdir").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
-    assert vfs.glob("*", "/outdir").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
-    assert vfs.grep("SECRET", "/outdir/").error == f"Error: '/outdir' {OUTSIDE_ERROR}"
+    assert vfs.ls("/outdir").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
+    assert vfs.glob("*", "/outdir").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
+    assert vfs.grep("SECRET", "/outdir/").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
     assert vfs.write("/outdir/x/y/z.txt", "pwned").error is not None
     assert snapshot(tmp_path) == before
     assert not (tmp_path / "outside" / "x").exists()
@@ -806,9 +863,11 @@ def test_symlinks_that_stay_inside_the_root_work(vfs: FilesystemBackend, root: P
     assert vfs.read("/aliasdir/data.txt").file_data["content"] == "value = 1\n"
     assert paths(vfs.ls("/")) == ["/alias.txt", "/aliasdir/", "/real/"]
     assert paths(vfs.ls("/aliasdir")) == ["/aliasdir/data.txt"]
-    # Symlinked directories are not descended into, so nothing is found twice.
+    # Symlinked directories are not descended into, so nothing is found twice; grep (like
+    # ripgrep) searches a linked file at its own path only, unless asked for the link.
     assert paths(vfs.glob("**/*.txt")) == ["/alias.txt", "/real/data.txt"]
-    assert [m["path"] for m in vfs.grep("value").matches] == ["/alias.txt", "/real/data.txt"]
+    assert [m["path"] for m in vfs.grep("value").matches] == ["/real/data.txt"]
+    assert [m["path"] for m in vfs.grep("value", "/alias.txt").matches] == ["/alias.txt"]
 
     assert vfs.edit("/alias.txt", "1", "2").error is None
     assert (root / "alias.txt").is_symlink()
@@ -854,7 +913,7 @@ def test_non_utf8_names_are_shown_escaped_in_virtual_mode(
         assert_json_safe(result)
     # The escaped form is for display only; it names no file that can be opened.
     assert vfs.read("/caf\\xe9.txt").error is not None
-    assert vfs.read("/caf\xe9.txt").error == "Error: File '/caf\xe9.txt' not found"
+    assert vfs.read("/caf\xe9.txt").error == BackendError(K.NOT_FOUND, "/caf\xe9.txt")
 
 
 def test_non_utf8_names_are_shown_escaped_in_real_mode(
@@ -868,7 +927,9 @@ def test_non_utf8_names_are_shown_escaped_in_real_mode(
     assert paths(glob) == [m["path"] for m in grep.matches]
     for result in (listing, glob, grep):
         assert_json_safe(result)
-    assert real.read(f"{base}/caf\\xe9.txt").error == f"Error: File '{base}/caf\\xe9.txt' not found"
+    assert real.read(f"{base}/caf\\xe9.txt").error == BackendError(
+        K.NOT_FOUND, f"{base}/caf\\xe9.txt"
+    )
 
 
 @pytest.mark.parametrize("virtual", [True, False])
@@ -885,8 +946,9 @@ def test_lone_surrogate_paths_are_errors_not_crashes(root: Path, virtual: bool) 
         backend.grep("x", path),
     ]
     for result in results:
-        assert "not valid Unicode" in result.error
-        assert "\\udcff" in result.error
+        assert result.error == BackendError(
+            K.INVALID, "/bad\\udcffname.txt", "is not valid Unicode (it holds a lone surrogate)"
+        )
         assert_json_safe(result)
     assert os.listdir(root) == []
 
@@ -952,7 +1014,7 @@ def test_agent_cannot_escape_and_writes_into_the_root(
     escape, wrote = tool_messages
     assert escape.name == "read_file"
     assert escape.status == "error"
-    assert "goes above the filesystem root" in escape.text
+    assert "goes above the root" in escape.text
     assert "outside secret" not in escape.text
     assert wrote.name == "write_file"
     assert wrote.status == "success"
@@ -1068,7 +1130,9 @@ def test_an_unconfined_backend_warns_once_when_built(
     with caplog.at_level("WARNING", logger="fathom.backends.filesystem"):
         FilesystemBackend(root, virtual_mode=True)
         assert caplog.records == []
-        backend = FilesystemBackend(root)
+        FilesystemBackend(root)
+        assert caplog.records == []  # confined by default
+        backend = FilesystemBackend(root, virtual_mode=False)
         backend.read("x.txt")
         backend.ls("")
     warnings = [r for r in caplog.records if r.name == "fathom.backends.filesystem"]
@@ -1105,7 +1169,7 @@ def test_a_path_naming_a_directory_is_not_written_as_a_file(
         "state": _state_backend,
         "store": _store_backend,
         "filesystem": lambda: FilesystemBackend(root, virtual_mode=True),
-        "real": lambda: FilesystemBackend(root),
+        "real": lambda: FilesystemBackend(root, virtual_mode=False),
         "composite": lambda: CompositeBackend(
             default=_state_backend(), routes={"/disk/": FilesystemBackend(root, virtual_mode=True)}
         ),
@@ -1114,8 +1178,8 @@ def test_a_path_naming_a_directory_is_not_written_as_a_file(
     if kind == "real":
         target = target.lstrip("/")  # a relative path: an absolute one is the host's
     result = backend.write(target, "x")
-    assert result.error is not None
-    assert "names a directory, not a file" in result.error
+    assert error_kind(result.error) == K.INVALID
+    assert "names a directory, not a file" in result.error.detail
     assert result.files_update is None
     assert os.listdir(root) == []
     inside = "newdir/file.txt" if kind == "real" else "/newdir/file.txt"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+import wcmatch.glob as wcglob
 
-from fathom.backends._globbing import compile_glob, compile_matcher, glob_matches
+from fathom.backends._globbing import GlobError, compile_glob, compile_matcher, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_path
 
 # --------------------------------------------------------------------------- normalize_path
@@ -113,9 +114,10 @@ def test_normalize_dir_refuses_what_normalize_path_refuses(raw: str) -> None:
 
 
 def _full(pattern: str, path: str) -> bool:
-    """Whether `path` matches, asserting that the regex and the automaton agree on it."""
-    matched = compile_glob(pattern).match(path) is not None
-    assert compile_matcher(pattern).match(path) is matched, (pattern, path)
+    """Whether `path` matches the tool's glob, asserting that wcmatch (the dialect) agrees."""
+    matched = compile_matcher(pattern).match(path)
+    oracle = wcglob.globmatch(path, pattern, flags=wcglob.BRACE | wcglob.GLOBSTAR | wcglob.CASE)
+    assert matched is oracle, (pattern, path)
     return matched
 
 
@@ -127,7 +129,8 @@ def test_compile_glob_returns_a_regex() -> None:
     ("pattern", "path", "matches"),
     [
         ("*.py", "a.py", True),
-        ("*.py", ".py", True),
+        ("*.py", ".py", False),  # a wildcard never opens a dotfile's name
+        (".*.py", ".a.py", True),
         ("*.py", "dir/a.py", False),  # * does not cross /
         ("src/*.py", "src/a.py", True),
         ("src/*.py", "src/sub/a.py", False),
@@ -147,8 +150,12 @@ def test_single_star_stays_within_one_segment(pattern: str, path: str, matches: 
         ("src/**", "src/a", True),
         ("src/**", "src/a/b/c.txt", True),
         ("**", "a/b/c", True),
-        ("src/**.py", "src/a/b.py", True),
+        ("src/**.py", "src/a/b.py", False),  # `**` inside a name is a plain `*`
+        ("src/**.py", "src/b.py", True),
         ("src/**", "other/a", False),
+        ("src/**", "src/.git/config", False),  # `**` does not enter dot-directories
+        ("src/**/.env", "src/a/.env", True),  # a segment that starts with `.` names one
+        ("**", ".env", False),
     ],
 )
 def test_double_star_crosses_segments(pattern: str, path: str, matches: bool) -> None:
@@ -204,7 +211,9 @@ def test_question_mark_matches_one_non_slash_character(
         ("[!abc].txt", "b.txt", False),
         ("[]a]", "]", True),  # a leading ] is literal
         ("[]a]", "a", True),
-        ("[\\]", "\\", True),  # backslash inside a class is literal
+        ("[\\]", "[]", True),  # `\\]` escapes the `]`, so the `[` is literal
+        ("[.]a", ".a", False),  # not even a class opens a dotfile's name
+        ("[^abc].txt", "d.txt", True),
         ("a[", "a[", True),  # an unclosed [ is literal
         ("a[b", "a[b", True),
         ("a[b", "ab", False),
@@ -257,6 +266,25 @@ def test_compile_glob_is_cached() -> None:
     assert compile_glob("cache/**/*.txt") is compile_glob("cache/**/*.txt")
 
 
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("/secrets/**", "/secrets/.key", True),  # a rule covers dotfiles too
+        ("/**", "/.env", True),
+        ("/*.py", "/.py", True),
+        ("/src/**.py", "/src/a/b.py", True),  # in rules `**` crosses `/` anywhere
+        ("/src/*", "/src/a/b", False),
+        ("/{docs,notes}/**", "/notes/x.md", True),
+    ],
+)
+def test_permission_rule_globs_keep_matching_dotfiles(
+    pattern: str, path: str, matches: bool
+) -> None:
+    """Permission rules (`compile_glob`) are not the tool's dialect: a deny rule on a
+    directory must not skip the dotfiles in it, so there `*` and `**` match them."""
+    assert (compile_glob(pattern).match(path) is not None) is matches
+
+
 # --------------------------------------------------------------------------- glob_matches
 
 
@@ -286,9 +314,34 @@ def test_compile_glob_is_cached() -> None:
         ("/src/*.py", "src/a.py", True),
         ("/a.py", "sub/a.py", False),
         ("/**/*.py", "sub/a.py", True),
+        # Dotfiles: a bare pattern matches the name, so only the name's own dot counts.
+        ("*.yml", ".github/workflows/ci.yml", True),
+        ("**/*.yml", ".github/workflows/ci.yml", False),  # `**` skips dot-directories
+        ("*", ".env", False),
+        (".env", "deep/.env", True),
+        ("**/.env", "deep/.env", True),
+        ("src/*", "src/.hidden", False),
     ],
 )
 def test_glob_matches_reads_patterns_as_the_glob_tool_does(
     pattern: str, relative: str, matches: bool
 ) -> None:
     assert glob_matches(pattern, relative) is matches
+
+
+@pytest.mark.parametrize("pattern", ["../*.py", "a/../b", "..", "a\\..\\b"])
+def test_glob_matches_refuses_a_dot_dot_segment(pattern: str) -> None:
+    with pytest.raises(GlobError, match=r"'\.\.' segment"):
+        glob_matches(pattern, "a.py")
+
+
+def test_glob_matches_allows_dots_inside_a_name() -> None:
+    assert glob_matches("a..b", "a..b")
+    assert glob_matches("...", "...")
+
+
+@pytest.mark.parametrize("pattern", ["[z-a]", "*.[9-0]", "{a,[b-a]}"])
+def test_a_reversed_range_is_an_error_rather_than_no_match(pattern: str) -> None:
+    """wcmatch quietly matches nothing here; fathom says what to fix."""
+    with pytest.raises(GlobError, match="reversed"):
+        glob_matches(pattern, "a")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fathom.backends import BackendProtocol, StateBackend, create_file_data
+from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.protocol import (
     EditResult,
     GlobResult,
@@ -72,7 +73,7 @@ def test_state_backend_satisfies_the_protocol() -> None:
 def test_unbound_backend_sees_no_files() -> None:
     backend = StateBackend()
     assert backend.files == {}
-    assert backend.read("/a.txt").error == "Error: File '/a.txt' not found"
+    assert backend.read("/a.txt").error == BackendError(ErrorKind.NOT_FOUND, "/a.txt")
     assert backend.ls("/").entries == []
 
 
@@ -139,7 +140,7 @@ def test_ls_does_not_confuse_prefix_siblings() -> None:
 def test_ls_missing_directory_is_an_error(backend: StateBackend) -> None:
     result = backend.ls("/nope")
     assert result.entries is None
-    assert result.error == "Error: directory '/nope' not found."
+    assert result.error == BackendError(ErrorKind.NOT_FOUND, "/nope")
 
 
 def test_ls_empty_root_is_an_empty_listing() -> None:
@@ -158,15 +159,53 @@ def test_ls_on_a_file_lists_that_file(backend: StateBackend) -> None:
 def test_ls_refuses_path_above_root(backend: StateBackend) -> None:
     result = backend.ls("/../etc")
     assert result.entries is None
-    assert "above the filesystem root" in result.error
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert result.error.path == "/../etc"
+    assert "above the root" in result.error.detail
 
 
 # --------------------------------------------------------------------------- read
 
 
-def test_read_returns_the_whole_file_data(backend: StateBackend, tree: dict) -> None:
+def test_read_returns_the_whole_small_file_as_one_window(backend: StateBackend, tree: dict) -> None:
     result = backend.read("/src/app.py")
-    assert result == ReadResult(file_data=tree["/src/app.py"])
+    assert result == ReadResult(
+        file_data=tree["/src/app.py"], total_lines=3, start_line=1, end_line=3, next_offset=None
+    )
+
+
+def test_read_returns_only_the_requested_window() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 11))
+    backend = make_backend({"/ten.txt": _data(text)})
+    result = backend.read("/ten.txt", offset=2, limit=3)
+    assert result.error is None
+    assert result.file_data["content"] == "line 3\nline 4\nline 5\n"
+    assert result.file_data["created_at"] == OLD
+    assert (result.total_lines, result.start_line, result.end_line) == (10, 3, 5)
+    assert result.next_offset == 5
+    last = backend.read("/ten.txt", offset=8, limit=5)
+    assert last.file_data["content"] == "line 9\nline 10\n"
+    assert last.next_offset is None
+
+
+def test_read_past_the_last_line_is_a_past_end_error() -> None:
+    backend = make_backend({"/two.txt": _data("a\nb\n")})
+    result = backend.read("/two.txt", offset=2)
+    assert result.file_data is None
+    assert result.error == BackendError(ErrorKind.PAST_END, "/two.txt", count=2, limit=2)
+    assert backend.read("/two.txt", offset=1).file_data["content"] == "b\n"
+
+
+def test_read_of_zero_lines_says_none_were_requested(backend: StateBackend) -> None:
+    result = backend.read("/README.md", limit=0)
+    assert result.error is None
+    assert result.no_lines_requested is True
+    assert result.file_data["content"] == ""
+
+
+def test_read_of_a_binary_file_returns_it_whole(backend: StateBackend, tree: dict) -> None:
+    result = backend.read("/bin/tool", offset=5, limit=1)
+    assert result == ReadResult(file_data=tree["/bin/tool"])
 
 
 def test_read_accepts_relative_and_dotted_paths(backend: StateBackend, tree: dict) -> None:
@@ -177,25 +216,31 @@ def test_read_accepts_relative_and_dotted_paths(backend: StateBackend, tree: dic
 def test_read_missing_file_error_text() -> None:
     result = make_backend().read("/x")
     assert result.file_data is None
-    assert result.error == "Error: File '/x' not found"
+    assert result.error == BackendError(ErrorKind.NOT_FOUND, "/x")
 
 
 def test_read_missing_file_names_the_normalised_path(backend: StateBackend) -> None:
-    assert backend.read("a/../nope.txt").error == "Error: File '/nope.txt' not found"
+    assert backend.read("a/../nope.txt").error == BackendError(ErrorKind.NOT_FOUND, "/nope.txt")
 
 
 @pytest.mark.parametrize("path", ["/src", "/src/", "src", "/"])
-def test_read_directory_is_an_error_pointing_to_ls(backend: StateBackend, path: str) -> None:
+def test_read_directory_is_an_is_directory_error(backend: StateBackend, path: str) -> None:
     result = backend.read(path)
     assert result.file_data is None
-    assert "is a directory" in result.error
-    assert "Use ls" in result.error
+    assert error_kind(result.error) is ErrorKind.IS_DIRECTORY
+    assert result.error.path == ("/" if path == "/" else "/src")
 
 
 def test_read_refuses_bad_paths(backend: StateBackend) -> None:
-    assert "above the filesystem root" in backend.read("../x").error
-    assert "'~'" in backend.read("~/x").error
-    assert "backslash" in backend.read("a\\b").error
+    for raw, reason in [
+        ("../x", "above the root"),
+        ("~/x", "'~'"),
+        ("a\\b", "backslash"),
+    ]:
+        error = backend.read(raw).error
+        assert error_kind(error) is ErrorKind.INVALID, raw
+        assert error.path == raw
+        assert reason in error.detail
 
 
 # --------------------------------------------------------------------------- write
@@ -216,28 +261,33 @@ def test_write_creates_a_new_file_as_an_update_without_mutating_state() -> None:
     assert files == {}
 
 
-def test_write_to_existing_file_is_an_error_with_no_update(backend: StateBackend) -> None:
+def test_write_to_existing_file_overwrites_it_keeping_created_at(
+    backend: StateBackend, tree: dict
+) -> None:
     result = backend.write("/README.md", "new")
-    assert result.files_update is None
-    assert result.path is None
-    assert result.error == (
-        "Error: '/README.md' already exists. Use edit_file to change it, or write to a new path."
-    )
+    assert result.error is None
+    assert result.path == "/README.md"
+    data = result.files_update["/README.md"]
+    assert data["content"] == "new"
+    assert data["created_at"] == OLD
+    assert data["modified_at"] != OLD
+    assert tree["/README.md"]["content"] == "# Title\nhello world\n"  # state is not mutated
 
 
-def test_write_existing_file_via_relative_path_is_still_refused(backend: StateBackend) -> None:
+def test_write_existing_file_via_relative_path_overwrites_the_same_file(
+    backend: StateBackend,
+) -> None:
     result = backend.write("src/../README.md", "new")
-    assert result.files_update is None
-    assert "already exists" in result.error
+    assert result.error is None
+    assert list(result.files_update) == ["/README.md"]
 
 
 def test_write_over_limit_is_refused() -> None:
     content = "x" * (MAX_EDIT_BYTES + 1)
     result = make_backend().write("/big.txt", content)
     assert result.files_update is None
-    assert result.error == (
-        f"Error: the content is {MAX_EDIT_BYTES + 1:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-        "limit for one file. Split it into several smaller files."
+    assert result.error == BackendError(
+        ErrorKind.TOO_LARGE, "/big.txt", count=MAX_EDIT_BYTES + 1, limit=MAX_EDIT_BYTES
     )
 
 
@@ -251,25 +301,33 @@ def test_write_limit_counts_utf8_bytes_not_characters() -> None:
     content = "é" * (MAX_EDIT_BYTES // 2 + 1)  # under the limit in characters, over in bytes
     result = make_backend().write("/big.txt", content)
     assert result.files_update is None
-    assert "over the" in result.error
+    assert error_kind(result.error) is ErrorKind.TOO_LARGE
+    assert result.error.count == len(content.encode())
 
 
 def test_write_to_root_is_refused() -> None:
     result = make_backend().write("/", "x")
     assert result.files_update is None
-    assert result.error == "Error: '/' is the root directory, not a file path."
+    assert result.error == BackendError(ErrorKind.IS_DIRECTORY, "/")
 
 
 def test_write_refuses_paths_above_root() -> None:
     result = make_backend().write("/../x", "x")
     assert result.files_update is None
-    assert "above the filesystem root" in result.error
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert "above the root" in result.error.detail
 
 
 def test_write_to_a_path_that_is_a_directory_is_refused(backend: StateBackend) -> None:
     result = backend.write("/src", "x")
     assert result.files_update is None
-    assert result.error is not None
+    assert result.error == BackendError(ErrorKind.IS_DIRECTORY, "/src")
+
+
+def test_write_below_a_file_is_a_not_a_directory_error(backend: StateBackend) -> None:
+    result = backend.write("/README.md/child.txt", "x")
+    assert result.files_update is None
+    assert result.error == BackendError(ErrorKind.NOT_A_DIRECTORY, "/README.md")
 
 
 # --------------------------------------------------------------------------- edit
@@ -293,17 +351,13 @@ def test_edit_old_string_not_found(backend: StateBackend) -> None:
     result = backend.edit("/README.md", "absent", "x")
     assert result.files_update is None
     assert result.occurrences is None
-    assert result.error == (
-        "Error: old_string was not found in /README.md. Read the file and copy the text "
-        "exactly, including whitespace and indentation."
-    )
+    assert result.error == BackendError(ErrorKind.NO_MATCH, "/README.md")
 
 
 def test_edit_non_unique_names_the_count(backend: StateBackend) -> None:
     result = backend.edit("/src/pkg/deep.py", "abc", "xyz")
     assert result.files_update is None
-    assert "occurs 2 times in /src/pkg/deep.py" in result.error
-    assert "replace_all=true" in result.error
+    assert result.error == BackendError(ErrorKind.NOT_UNIQUE, "/src/pkg/deep.py", count=2)
 
 
 def test_edit_replace_all_reports_occurrences() -> None:
@@ -323,35 +377,38 @@ def test_edit_replace_all_with_single_occurrence() -> None:
 def test_edit_same_old_and_new_is_an_error(backend: StateBackend) -> None:
     result = backend.edit("/README.md", "hello", "hello")
     assert result.files_update is None
-    assert result.error == "Error: old_string and new_string are the same; nothing to do."
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert result.error.path == "/README.md"
+    assert "the same" in result.error.detail
 
 
 def test_edit_empty_old_string_is_an_error(backend: StateBackend) -> None:
     result = backend.edit("/README.md", "", "x")
     assert result.files_update is None
-    assert result.error == (
-        "Error: old_string is empty. Give the exact text in /README.md to replace."
-    )
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert result.error.path == "/README.md"
+    assert "empty" in result.error.detail
 
 
 def test_edit_binary_file_is_refused(backend: StateBackend) -> None:
     result = backend.edit("/bin/tool", "abc", "xyz")
     assert result.files_update is None
-    assert result.error == "Error: '/bin/tool' is a binary file and cannot be edited."
+    assert result.error == BackendError(ErrorKind.BINARY, "/bin/tool")
 
 
 def test_edit_non_utf8_file_is_refused() -> None:
     backend = make_backend({"/latin.txt": _data("café".encode("latin-1"))})
     result = backend.edit("/latin.txt", "caf", "CAF")
     assert result.files_update is None
-    assert "not valid UTF-8" in result.error
-    assert "corrupt" in result.error
+    assert error_kind(result.error) is ErrorKind.BINARY
+    assert result.error.path == "/latin.txt"
+    assert "not valid UTF-8" in result.error.detail
 
 
 def test_edit_missing_file() -> None:
     result = make_backend().edit("/x", "a", "b")
     assert result.files_update is None
-    assert result.error == "Error: File '/x' not found"
+    assert result.error == BackendError(ErrorKind.NOT_FOUND, "/x")
 
 
 def test_edit_oversized_file_is_refused() -> None:
@@ -359,9 +416,8 @@ def test_edit_oversized_file_is_refused() -> None:
     backend = make_backend({"/big.txt": _data("a" * size)})
     result = backend.edit("/big.txt", "a", "b")
     assert result.files_update is None
-    assert result.error == (
-        f"Error: '/big.txt' is {size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-        "limit for editing in place."
+    assert result.error == BackendError(
+        ErrorKind.TOO_LARGE, "/big.txt", count=size, limit=MAX_EDIT_BYTES
     )
 
 
@@ -382,7 +438,9 @@ def test_edit_cannot_grow_a_file_past_the_write_limit() -> None:
     backend = make_backend({"/a.txt": _data("a" * (MAX_EDIT_BYTES // 2))})
     result = backend.edit("/a.txt", "a", "aaa", replace_all=True)
     assert result.files_update is None
-    assert result.error is not None
+    assert error_kind(result.error) is ErrorKind.TOO_LARGE
+    assert result.error.count == 3 * (MAX_EDIT_BYTES // 2)
+    assert result.error.limit == MAX_EDIT_BYTES
 
 
 # --------------------------------------------------------------------------- grep
@@ -449,12 +507,15 @@ def test_grep_finds_text_in_lossy_latin1_file() -> None:
 def test_grep_refuses_path_above_root(backend: StateBackend) -> None:
     result = backend.grep("abc", path="/..")
     assert result.matches is None
-    assert "above the filesystem root" in result.error
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert "above the root" in result.error.detail
 
 
 def test_grep_with_invalid_glob_returns_error_result(backend: StateBackend) -> None:
     result = backend.grep("abc", glob="[z-a].py")
-    assert result.error is not None
+    assert result.matches is None
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert "[z-a].py" in result.error.detail
 
 
 # --------------------------------------------------------------------------- glob
@@ -505,7 +566,9 @@ def test_glob_missing_directory_is_an_empty_list(backend: StateBackend) -> None:
 def test_glob_refuses_bad_path(backend: StateBackend) -> None:
     result = backend.glob("*", path="~/x")
     assert result.matches is None
-    assert "'~'" in result.error
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert result.error.path == "~/x"
+    assert "'~'" in result.error.detail
 
 
 @pytest.mark.parametrize("pattern", ["[z-a]", "[b-a]"])
@@ -513,7 +576,9 @@ def test_glob_with_invalid_pattern_returns_error_result(
     backend: StateBackend, pattern: str
 ) -> None:
     result = backend.glob(pattern)
-    assert result.error is not None
+    assert result.matches is None
+    assert error_kind(result.error) is ErrorKind.INVALID
+    assert pattern in result.error.detail
 
 
 # --------------------------------------------------------------------------- async
@@ -523,11 +588,14 @@ async def test_async_methods_give_the_same_results(backend: StateBackend) -> Non
     assert await backend.als("/src") == backend.ls("/src")
     assert await backend.als("/nope") == backend.ls("/nope")
     assert await backend.aread("/README.md") == backend.read("/README.md")
-    assert await backend.aread("/x") == ReadResult(error="Error: File '/x' not found")
+    assert await backend.aread("/x") == ReadResult(error=BackendError(ErrorKind.NOT_FOUND, "/x"))
+    assert await backend.aread("/README.md", 1, 1) == backend.read("/README.md", 1, 1)
     assert await backend.agrep("a.c") == backend.grep("a.c")
     assert await backend.agrep("abc", "/src", "*.py") == backend.grep("abc", "/src", "*.py")
     assert await backend.aglob("*.py", "/src") == backend.glob("*.py", "/src")
-    assert await backend.awrite("/README.md", "x") == backend.write("/README.md", "x")
+    assert await backend.awrite("/src", "x") == backend.write("/src", "x")
+    overwritten = await backend.awrite("/README.md", "x")
+    assert overwritten.files_update["/README.md"]["content"] == "x"
     assert await backend.aedit("/src/pkg/deep.py", "abc", "x") == backend.edit(
         "/src/pkg/deep.py", "abc", "x"
     )
@@ -544,6 +612,26 @@ async def test_async_write_and_edit_return_updates(backend: StateBackend) -> Non
 
 
 # --------------------------------------------------------------------------- file data
+
+
+def test_file_data_timestamps_are_optional_keys() -> None:
+    from fathom.state import FileData
+
+    assert FileData.__required_keys__ == {"content", "encoding"}
+    assert FileData.__optional_keys__ == {"created_at", "modified_at"}
+
+
+def test_file_without_timestamps_is_listed_read_and_edited() -> None:
+    backend = make_backend({"/bare.txt": {"content": "abc\n", "encoding": "utf-8"}})
+    assert backend.ls("/").entries == [
+        {"path": "/bare.txt", "is_dir": False, "size": 4, "modified_at": ""}
+    ]
+    assert backend.read("/bare.txt").file_data["content"] == "abc\n"
+    edited = backend.edit("/bare.txt", "abc", "xyz").files_update["/bare.txt"]
+    assert edited["content"] == "xyz\n"
+    assert ISO_UTC.match(edited["created_at"]) and ISO_UTC.match(edited["modified_at"])
+    written = backend.write("/bare.txt", "new").files_update["/bare.txt"]
+    assert ISO_UTC.match(written["created_at"])
 
 
 def test_create_file_data_from_str() -> None:

@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 
 from fathom import create_deep_agent, create_file_data
 from fathom.backends import BackendProtocol, CompositeBackend, StateBackend
+from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.protocol import DeleteResult, EditResult, WriteResult
 from fathom.backends.store import (
     NO_STORE_ERROR,
@@ -142,25 +143,29 @@ def test_write_read_edit_delete_round_trip(ops: Ops, store: CountingStore, mode:
 
     assert ops.delete("/plan.md") == DeleteResult(path="/plan.md", files_update=None)
     assert store.peek(NS, "/plan.md") is None
-    assert ops.read("/plan.md").error == "Error: File '/plan.md' not found"
+    assert ops.read("/plan.md").error == BackendError(ErrorKind.NOT_FOUND, "/plan.md")
     assert_api(store, mode)
 
 
-def test_write_is_create_only(ops: Ops, store: CountingStore) -> None:
+def test_write_over_an_existing_file_replaces_it(ops: Ops, store: CountingStore) -> None:
     assert ops.write("/a.md", "first").error is None
+    created = store.get(NS, "/a.md").value["created_at"]
+    store.put(NS, "/a.md", {**store.get(NS, "/a.md").value, "created_at": OLD})
     again = ops.write("/a.md", "second")
-    assert again.error == (
-        "Error: '/a.md' already exists. Use edit_file to change it, or write to a new path."
-    )
-    assert store.get(NS, "/a.md").value["content"] == "first"
+    assert again == WriteResult(path="/a.md")
+    value = store.get(NS, "/a.md").value
+    assert value["content"] == "second"
+    assert value["created_at"] == OLD  # the original creation time is kept
+    assert value["modified_at"] >= created
 
 
 def test_missing_files(ops: Ops) -> None:
-    assert ops.read("/nope.md").error == "Error: File '/nope.md' not found"
-    assert ops.edit("/nope.md", "a", "b").error == "Error: File '/nope.md' not found"
-    assert ops.delete("/nope.md").error == "Error: File '/nope.md' not found"
+    missing = BackendError(ErrorKind.NOT_FOUND, "/nope.md")
+    assert ops.read("/nope.md").error == missing
+    assert ops.edit("/nope.md", "a", "b").error == missing
+    assert ops.delete("/nope.md").error == missing
     assert ops.ls("/").entries == []
-    assert ops.ls("/dir").error == "Error: directory '/dir' not found."
+    assert ops.ls("/dir").error == BackendError(ErrorKind.NOT_FOUND, "/dir")
     assert ops.glob("*").matches == []
     assert ops.grep("x").matches == []
 
@@ -184,13 +189,11 @@ def test_listings_directories_and_search(ops: Ops, store: CountingStore) -> None
         ("/src/app.py", 1),
         ("/src/pkg/deep.py", 1),
     ]
-    assert ops.read("/src").error == "Error: '/src' is a directory. Use ls to see what it holds."
-    assert ops.write("/src", "x").error == (
-        "Error: '/src' is a directory. Write to a file path inside it instead."
-    )
-    assert ops.delete("/src/pkg").error == (
-        "Error: '/src/pkg' is a directory. Delete the files in it one by one."
-    )
+    assert ops.read("/src").error == BackendError(ErrorKind.IS_DIRECTORY, "/src")
+    assert ops.write("/src", "x").error == BackendError(ErrorKind.IS_DIRECTORY, "/src")
+    assert ops.delete("/src/pkg") == DeleteResult(path="/src/pkg")  # recursive
+    assert ops.read("/src/pkg/deep.py").error is not None
+    assert ops.read("/src/app.py").error is None
 
 
 # --------------------------------------------------------------------------- parity
@@ -299,7 +302,7 @@ def test_sub_namespaces_do_not_leak_into_listings(ops: Ops, store: CountingStore
     assert [e["path"] for e in ops.ls("/").entries] == ["/mine.md"]
     assert [m["path"] for m in ops.glob("**/*").matches] == ["/mine.md"]
     assert [m["path"] for m in ops.grep("abc").matches] == ["/mine.md"]
-    assert ops.read("/sub.md").error == "Error: File '/sub.md' not found"
+    assert ops.read("/sub.md").error == BackendError(ErrorKind.NOT_FOUND, "/sub.md")
     assert ops.read("/mine.md").file_data["content"] == "mine abc\n"
     assert ops.write("/sub.md", "now mine").error is None
     assert store.get((*NS, "sub"), "/sub.md").value["content"] == "sub abc\n"
@@ -320,8 +323,13 @@ def test_listing_pages_through_more_than_a_thousand_files(
     assert len(store.calls) == -(-(count + 1) // PAGE_SIZE)  # one search per page
     assert len(ops.glob("*.txt").matches) == count
     assert len(ops.grep("line").matches) == count
-    assert ops.write("/many/f1204.txt", "x").error is not None
+    assert ops.write("/many/f1204.txt", "x").error is None  # overwrites the last page's file
+    assert store.get(NS, "/many/f1204.txt").value["content"] == "x"
     assert ops.write("/many/f1205.txt", "x").error is None
+    assert len(ops.ls("/many").entries) == count + 1
+    assert ops.write("/many/f0000.txt/under", "x").error == BackendError(
+        ErrorKind.NOT_A_DIRECTORY, "/many/f0000.txt"
+    )
 
 
 def test_legacy_values_with_a_list_of_lines(ops: Ops, store: CountingStore) -> None:
@@ -359,8 +367,9 @@ def test_value_without_content_is_an_error_not_a_crash(ops: Ops, store: Counting
     store.put(NS, "/odd.json", {"something": "else"})
     store.put(NS, "/ok.md", _data("ok abc\n"))
     read = ops.read("/odd.json")
-    assert read.error is not None
-    assert read.error.startswith("Error: '/odd.json' is stored in a format")
+    assert error_kind(read.error) is ErrorKind.FAILED
+    assert read.error.path == "/odd.json"
+    assert "no text 'content'" in read.error.detail
     assert ops.edit("/odd.json", "a", "b").error == read.error
     assert ops.ls("/").entries == [
         {"path": "/odd.json", "is_dir": False},
@@ -368,9 +377,11 @@ def test_value_without_content_is_an_error_not_a_crash(ops: Ops, store: Counting
     ]
     assert [m["path"] for m in ops.glob("*").matches] == ["/odd.json", "/ok.md"]
     assert [m["path"] for m in ops.grep("abc").matches] == ["/ok.md"]
-    assert "already exists" in ops.write("/odd.json", "x").error
     assert ops.delete("/odd.json").path == "/odd.json"
     assert store.get(NS, "/odd.json") is None
+    store.put(NS, "/odd.json", {"something": "else"})
+    assert ops.write("/odd.json", "x").error is None  # a write replaces the bad value
+    assert ops.read("/odd.json").file_data["content"] == "x"
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -412,11 +423,11 @@ def test_factory_returning_an_invalid_namespace_never_touches_the_store(
 ) -> None:
     ops = Ops(StoreBackend(store=store, namespace=lambda rt: namespace), mode)
     for name, result in call_all(ops).items():
-        assert result.error is not None, name
-        assert result.error.startswith("Error: invalid StoreBackend namespace:"), name
-        assert fragment in result.error, name
+        assert error_kind(result.error) is ErrorKind.FAILED, name
+        assert result.error.detail.startswith("invalid StoreBackend namespace:"), name
+        assert fragment in result.error.detail, name
         if isinstance(namespace, tuple) and namespace and all(namespace):
-            assert "- _ . @ + : ~" in result.error, name
+            assert "- _ . @ + : ~" in result.error.detail, name
     assert store.calls == []
 
 
@@ -426,9 +437,10 @@ def test_factory_that_raises_is_an_error_result(store: CountingStore, mode: str)
 
     ops = Ops(StoreBackend(store=store, namespace=factory), mode)
     for result in call_all(ops).values():
-        assert result.error == (
-            "Error: the StoreBackend namespace factory failed with KeyError: "
-            "'user_id missing from context'"
+        assert result.error == BackendError(
+            ErrorKind.FAILED,
+            detail="the StoreBackend namespace factory failed with KeyError: "
+            "'user_id missing from context'",
         )
     assert store.calls == []
 
@@ -436,8 +448,9 @@ def test_factory_that_raises_is_an_error_result(store: CountingStore, mode: str)
 def test_unbound_factory_outside_a_graph_says_there_is_no_runtime(store: CountingStore):
     backend = StoreBackend(store=store, namespace=lambda rt: (rt.context.user_id,))
     error = backend.ls("/").error
-    assert "no LangGraph runtime" in error
-    assert "'context'" in error
+    assert error_kind(error) is ErrorKind.FAILED
+    assert "no LangGraph runtime" in error.detail
+    assert "'context'" in error.detail
     assert store.calls == []
 
 
@@ -522,11 +535,12 @@ def test_namespace_the_store_itself_rejects_is_an_error_result(mode: str) -> Non
     store = InMemoryStore()
     dotted = Ops(StoreBackend(store=store, namespace=("user@example.com",)), mode)
     for result in call_all(dotted).values():
-        assert result.error.startswith("Error: the store rejected the namespace")
-        assert "periods" in result.error
+        assert error_kind(result.error) is ErrorKind.FAILED
+        assert result.error.detail.startswith("the store rejected the namespace")
+        assert "periods" in result.error.detail
     reserved = Ops(StoreBackend(store=store, namespace=("langgraph", "x")), mode)
-    assert reserved.write("/a.md", "a").error.startswith(
-        "Error: the store rejected the namespace ('langgraph', 'x')"
+    assert reserved.write("/a.md", "a").error.detail.startswith(
+        "the store rejected the namespace ('langgraph', 'x')"
     )
 
 
@@ -538,7 +552,9 @@ def test_sqlite_store_round_trip(mode: str) -> None:
         ops = Ops(StoreBackend(store=sqlite, namespace=NS), mode)
         sqlite.put((*NS, "sub"), "/hidden.md", _data("hidden\n"))
         assert ops.write("/docs/a.md", "alpha\nbeta\n").path == "/docs/a.md"
-        assert ops.write("/docs/a.md", "again").error is not None
+        assert ops.write("/docs/a.md", "again").path == "/docs/a.md"
+        assert ops.read("/docs/a.md").file_data["content"] == "again"
+        assert ops.write("/docs/a.md", "alpha\nbeta\n").error is None
         assert ops.edit("/docs/a.md", "beta", "gamma").occurrences == 1
         assert ops.read("/docs/a.md").file_data["content"] == "alpha\ngamma\n"
         assert ops.ls("/").entries == [{"path": "/docs/", "is_dir": True}]
@@ -696,8 +712,11 @@ def test_agent_gets_an_error_for_a_forbidden_namespace_and_finishes(agent_mode: 
     message = last_tool_message(run_agent(agent, agent_mode))
     assert message.status == "error"
     assert message.name == "write_file"
-    assert message.text.startswith("Error: invalid StoreBackend namespace:")
+    assert message.text.startswith(
+        "Error: could not write '/x.md': invalid StoreBackend namespace:"
+    )
     assert "'*'" in message.text
+    assert "tell the user" in message.text
     assert model.requests[1].messages[-1].text == message.text
     assert store.calls == []
 
@@ -707,7 +726,11 @@ def test_agent_without_a_store_gets_an_error_and_finishes(agent_mode: str) -> No
     agent = create_deep_agent(model, backend=StoreBackend())
     message = last_tool_message(run_agent(agent, agent_mode))
     assert message.status == "error"
-    assert message.text == NO_STORE_ERROR
+    assert message.text == (
+        "Error: could not list '/': no LangGraph store is configured (pass store=... to "
+        "create_deep_agent, e.g. InMemoryStore()). The request itself is not the cause; "
+        "retry once, and if it fails again tell the user."
+    )
 
 
 def test_agent_store_route_of_a_composite_backend(agent_mode: str) -> None:

@@ -85,7 +85,7 @@ def test_approvals_defaults_config_and_auto_approve(tmp_path: Path) -> None:
         'interrupt_on = ["task"]\nauto_approve = ["edit_file"]\n', encoding="utf-8"
     )
     setup = _setup(tmp_path, tmp_path / "home", ScriptedModel(), auto_approve=["execute"])
-    assert setup.approvals() == {"task": True, "write_file": True}
+    assert setup.approvals() == {"delete": True, "task": True, "write_file": True}
 
 
 def test_misspelled_tool_names_in_approvals_are_refused(tmp_path: Path) -> None:
@@ -100,7 +100,8 @@ def test_misspelled_tool_names_in_approvals_are_refused(tmp_path: Path) -> None:
 
 def test_execute_is_gated_only_when_a_sandbox_gives_it(tmp_path: Path) -> None:
     none = _setup(tmp_path, tmp_path / "home", ScriptedModel())
-    assert none.approvals() == {"edit_file": True, "write_file": True}  # no `execute` tool
+    # no `execute` tool without a sandbox
+    assert none.approvals() == {"delete": True, "edit_file": True, "write_file": True}
     skipped = _setup(tmp_path, tmp_path / "home", ScriptedModel(), auto_approve=["execute"])
     assert "execute" not in skipped.approvals()  # a known name with no tool: accepted
     local = _setup(tmp_path, tmp_path / "home", ScriptedModel(), sandbox="local")
@@ -122,7 +123,8 @@ def test_a_gated_task_does_not_break_a_subagent_with_a_tool_list(tmp_path: Path)
     (tmp_path / "fathom.toml").write_text('interrupt_on = ["task"]\n', encoding="utf-8")
     setup = _setup(tmp_path, tmp_path / "home", ScriptedModel())
     [spec] = subagent_specs(setup)
-    assert spec["interrupt_on"] == {"edit_file": False, "write_file": False}  # no `task`
+    # no `task` in a subagent
+    assert spec["interrupt_on"] == {"delete": False, "edit_file": False, "write_file": False}
     from langgraph.checkpoint.memory import InMemorySaver
 
     build_agent(setup, InMemorySaver())

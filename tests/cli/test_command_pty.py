@@ -497,7 +497,7 @@ UNUSED_SERVER = 'model = "openai:scripted"\nbase_url = "http://127.0.0.1:9/v1"\n
         ),
         pytest.param(
             {"fathom.toml": UNUSED_SERVER, ".fathom/agents/x.md": "You review code.\n"},
-            [".fathom/agents/x.md: a subagent definition must start with YAML front-matter"],
+            [".fathom/agents/x.md: it does not start with YAML front matter"],
             id="subagent-without-front-matter",
         ),
         pytest.param(

@@ -26,7 +26,9 @@ from fathom.testing.scripted import ScriptRequest
 
 OLD = "2024-01-01T00:00:00Z"
 FINAL = "done"
-TOOLS = ["edit_file", "glob", "grep", "ls", "read_file", "task", "write_file", "write_todos"]
+TOOLS = [
+    "delete", "edit_file", "glob", "grep", "ls", "read_file", "task", "write_file", "write_todos"
+]
 
 
 def fd(content: str | bytes, stamp: str = OLD) -> dict:
@@ -165,7 +167,9 @@ def test_read_file_cuts_long_lines(drive) -> None:
 def test_read_file_offset_past_end_is_an_error(drive) -> None:
     files = {"/a.txt": fd("one\ntwo\n")}
     run = drive(tool_call("read_file", {"file_path": "/a.txt", "offset": 2}), files=files)
-    assert_error(run, "read_file", "offset 2 is past the end of /a.txt, which has 2 lines.")
+    assert_error(
+        run, "read_file", "offset 2 is past the end of /a.txt, which has 2 lines.", "below 2"
+    )
     assert run.files == files
 
 
@@ -253,11 +257,16 @@ def test_relative_path_is_rooted_at_slash(drive, mode: str) -> None:
     assert_finished(run)
 
 
-def test_write_to_existing_file_is_refused(drive) -> None:
-    files = {"/a.txt": fd("original\n")}
+def test_write_to_existing_file_overwrites_it(drive) -> None:
+    files = {"/a.txt": fd("original\n"), "/b.txt": fd("other\n")}
     run = drive(tool_call("write_file", {"file_path": "/a.txt", "content": "clobber"}), files=files)
-    assert_error(run, "write_file", "'/a.txt' already exists", "Use edit_file")
-    assert run.files == files
+    assert assert_success(run.only, "write_file") == "Wrote /a.txt."
+    data = run.files["/a.txt"]
+    assert data["content"] == "clobber"
+    assert data["created_at"] == OLD  # still the same file: its creation time is kept
+    assert data["modified_at"] != OLD
+    assert run.files["/b.txt"] == files["/b.txt"]
+    assert_finished(run)
 
 
 def test_write_file_over_the_size_limit_is_refused(drive) -> None:
@@ -267,8 +276,8 @@ def test_write_file_over_the_size_limit_is_refused(drive) -> None:
     assert_error(
         run,
         "write_file",
-        f"{len(content):,} bytes, over the {MAX_EDIT_BYTES:,}-byte limit",
-        "Split it into several smaller files",
+        f"'/big.txt' is {len(content):,} bytes, over the {MAX_EDIT_BYTES:,}-byte limit",
+        "Split the content into several smaller files",
     )
     assert run.files == files
 
@@ -308,7 +317,9 @@ def test_edit_file_non_unique_old_string_is_refused(drive) -> None:
         tool_call("edit_file", {"file_path": "/a.txt", "old_string": "x", "new_string": "y"}),
         files=files,
     )
-    assert_error(run, "edit_file", "old_string occurs 3 times in /a.txt", "set replace_all=true")
+    assert_error(
+        run, "edit_file", "old_string appears 3 times in /a.txt", "set replace_all=true"
+    )
     assert run.files == files
 
 
@@ -319,6 +330,38 @@ def test_edit_file_old_string_not_found(drive) -> None:
         files=files,
     )
     assert_error(run, "edit_file", "old_string was not found in /a.txt", "Read the file")
+    assert run.files == files
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [("", "y", "old_string is empty"), ("hello", "hello", "are the same")],
+)
+def test_edit_file_with_unusable_strings_says_how_to_fix_them(
+    drive, old: str, new: str, problem: str
+) -> None:
+    files = {"/a.txt": fd("hello\n")}
+    run = drive(
+        tool_call("edit_file", {"file_path": "/a.txt", "old_string": old, "new_string": new}),
+        files=files,
+    )
+    text = assert_error(run, "edit_file", "cannot edit '/a.txt'", problem)
+    assert "copied exactly from the file" in text
+    assert "absolute path" not in text  # the path is fine; the advice is about the strings
+    assert run.files == files
+
+
+def test_edit_file_too_large_to_edit_in_place(drive) -> None:
+    size = MAX_EDIT_BYTES + 1
+    files = {"/big.txt": fd("a" * size)}
+    run = drive(
+        tool_call("edit_file", {"file_path": "/big.txt", "old_string": "a", "new_string": "b"}),
+        files=files,
+    )
+    text = assert_error(
+        run, "edit_file", f"'/big.txt' is {size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte limit"
+    )
+    assert "cannot be edited in place" in text
     assert run.files == files
 
 
@@ -414,6 +457,83 @@ def test_grep_invalid_output_mode_is_a_validation_error(drive) -> None:
     assert_error(run, "grep", "output_mode", "Please fix the error and try again")
 
 
+MANY = {f"/m{n}.txt": fd("hit\nhit\n") for n in range(5)}  # 10 matches in 5 files
+
+
+def test_grep_max_count_caps_the_matches_and_says_more_exist(drive) -> None:
+    run = drive(
+        tool_call("grep", {"pattern": "hit", "output_mode": "content", "max_count": 3}),
+        tool_call("grep", {"pattern": "hit", "output_mode": "count", "max_count": 10}),
+        files=MANY,
+    )
+    capped, whole = (m.text for m in run.tool_messages)
+    assert capped.splitlines()[:4] == ["/m0.txt:", "  1: hit", "  2: hit", "/m1.txt:"]
+    assert capped.splitlines()[4] == "  1: hit"
+    assert "[the search stopped after 3 matches; more exist." in capped
+    assert "raise max_count" in capped
+    assert "stopped" not in whole  # exactly 10 matches: nothing was left out
+    assert whole.count(": 2") == 5
+
+
+def test_grep_max_count_must_be_positive(drive) -> None:
+    run = drive(tool_call("grep", {"pattern": "hit", "max_count": 0}), files=MANY)
+    assert_error(run, "grep", "max_count", "greater than 0")
+
+
+def _grep_agent(mode: str, middleware: Any, calls: list[Any], files: dict) -> list[str]:
+    from langchain.agents import create_agent
+
+    model = ScriptedModel(replies=[ai("", *calls), ai(FINAL)])
+    agent = create_agent(model, middleware=[middleware])
+    state = {"messages": [{"role": "user", "content": "go"}], "files": copy.deepcopy(files)}
+    result = asyncio.run(agent.ainvoke(state)) if mode == "ainvoke" else agent.invoke(state)
+    return [m.text for m in result["messages"] if m.type == "tool"]
+
+
+def test_grep_default_cap_comes_from_the_middleware(mode: str) -> None:
+    from fathom.middleware.filesystem import FilesystemMiddleware
+
+    calls = [
+        tool_call("grep", {"pattern": "hit", "output_mode": "content"}),
+        tool_call("grep", {"pattern": "hit", "output_mode": "content", "max_count": 4}),
+    ]
+    default, asked = _grep_agent(mode, FilesystemMiddleware(grep_max_count=2), calls, MANY)
+    assert default.count(": hit") == 2 and "stopped after 2 matches" in default
+    assert asked.count(": hit") == 4 and "stopped after 4 matches" in asked
+    (uncapped,) = _grep_agent(mode, FilesystemMiddleware(grep_max_count=None), calls[:1], MANY)
+    assert uncapped.count(": hit") == 10 and "stopped" not in uncapped
+
+
+def test_grep_caps_a_backend_whose_grep_takes_no_max_count(mode: str) -> None:
+    from fathom.backends import StateBackend
+    from fathom.middleware.filesystem import FilesystemMiddleware
+
+    seen: list[tuple[Any, ...]] = []
+
+    class OldGrep(StateBackend):
+        """A backend written before `max_count`: grep(pattern, path, glob) only."""
+
+        def grep(self, pattern, path=None, glob=None):  # type: ignore[override]
+            seen.append((pattern, path, glob))
+            return super().grep(pattern, path, glob)
+
+        async def agrep(self, pattern, path=None, glob=None):  # type: ignore[override]
+            return self.grep(pattern, path, glob)
+
+    calls = [tool_call("grep", {"pattern": "hit", "output_mode": "content", "max_count": 3})]
+    (text,) = _grep_agent(mode, FilesystemMiddleware(backend=OldGrep()), calls, MANY)
+    assert seen == [("hit", None, None)]
+    assert text.count(": hit") == 3 and "stopped after 3 matches" in text
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_grep_max_count_setting_is_checked_at_construction(bad: Any) -> None:
+    from fathom.middleware.filesystem import FilesystemMiddleware
+
+    with pytest.raises(ValueError, match="grep_max_count must be a positive integer or None"):
+        FilesystemMiddleware(grep_max_count=bad)
+
+
 # --------------------------------------------------------------------------- bad paths
 
 
@@ -444,7 +564,8 @@ def test_read_missing_file(drive) -> None:
 def test_path_above_root_is_refused(drive, call: dict, tool: str) -> None:
     files = {"/a.txt": fd("a")}
     run = drive(call, files=files)
-    assert_error(run, tool, "goes above the filesystem root", "Paths must stay inside '/'")
+    text = assert_error(run, tool, "goes above the root with '..'", "Give an absolute path")
+    assert f"'{call['args'].get('file_path', call['args'].get('path'))}'" in text
     assert run.files == files
 
 
@@ -459,7 +580,7 @@ def test_path_above_root_is_refused(drive, call: dict, tool: str) -> None:
 def test_home_tilde_path_is_refused(drive, call: dict, tool: str) -> None:
     files = {"/a.txt": fd("a")}
     run = drive(call, files=files)
-    assert_error(run, tool, "uses '~', which is not allowed", "absolute path inside the")
+    assert_error(run, tool, "starts with '~'", "Give an absolute path inside the filesystem")
     assert run.files == files
 
 
@@ -509,7 +630,9 @@ def test_edit_latin1_file_is_refused(drive) -> None:
         ),
         files=files,
     )
-    assert_error(run, "edit_file", "'/latin.txt' is not valid UTF-8", "corrupt")
+    assert_error(
+        run, "edit_file", "'/latin.txt' cannot be edited as text (not valid UTF-8)", "corrupt"
+    )
     assert run.files == files
 
 

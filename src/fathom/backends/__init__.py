@@ -3,6 +3,7 @@
 from fathom.backends.base import BackendBase
 from fathom.backends.composite import CompositeBackend
 from fathom.backends.filesystem import FilesystemBackend
+from fathom.backends.local_shell import DEFAULT_EXECUTE_TIMEOUT
 from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.protocol import (
     BackendFactory,
@@ -23,18 +24,21 @@ from fathom.backends.protocol import (
     supports_delete,
     supports_execute,
 )
+from fathom.backends.sandbox import BaseSandbox
 from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 from fathom.backends.shell.local import LocalShellBackend
 from fathom.backends.shell.scope import SandboxScope
-from fathom.backends.state import StateBackend
-from fathom.backends.store import StoreBackend
+from fathom.backends.state import StateBackend, UploadResults
+from fathom.backends.store import NamespaceFactory, StoreBackend
 from fathom.backends.utils import create_file_data
 
 __all__ = [
+    "DEFAULT_EXECUTE_TIMEOUT",
     "BackendBase",
     "BackendFactory",
     "BackendPolicy",
     "BackendProtocol",
+    "BaseSandbox",
     "BubblewrapSandbox",
     "CompositeBackend",
     "DeleteResult",
@@ -50,12 +54,14 @@ __all__ = [
     "GrepResult",
     "LocalShellBackend",
     "LsResult",
+    "NamespaceFactory",
     "PolicyBackend",
     "ReadResult",
     "SandboxBackendProtocol",
     "SandboxScope",
     "StateBackend",
     "StoreBackend",
+    "UploadResults",
     "WriteResult",
     "create_file_data",
     "supports_delete",

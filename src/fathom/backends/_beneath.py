@@ -60,7 +60,7 @@ class _Openat2:
 
     _lock = threading.Lock()
     _checked = False
-    _call: object = None
+    _call: _Openat2 | None = None
 
     @classmethod
     def get(cls) -> _Openat2 | None:
@@ -68,7 +68,7 @@ class _Openat2:
             if not cls._checked:
                 cls._checked = True
                 cls._call = cls._probe()
-        return cls._call  # type: ignore[return-value]
+        return cls._call
 
     @classmethod
     def _probe(cls) -> _Openat2 | None:
@@ -80,22 +80,23 @@ class _Openat2:
         except (OSError, AttributeError):
             return None
         syscall.restype = ctypes.c_long
-        call = cls(syscall)
+        call = cls(syscall, _SYS_OPENAT2)
         try:
             os.close(call.open(os.open("/", _DIR_FLAGS), ".", _DIR_FLAGS, close_dir=True))
         except OSError:
             return None  # ENOSYS (old kernel) or EPERM (seccomp): use the walk
         return call
 
-    def __init__(self, syscall: object) -> None:
+    def __init__(self, syscall: Callable[..., int], number: int) -> None:
         self._syscall = syscall
+        self._number = number
 
     def open(self, dir_fd: int, path: str, flags: int, *, close_dir: bool = False) -> int:
         """`openat2(dir_fd, path, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`."""
         how = _OpenHow(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
         try:
-            fd = self._syscall(  # type: ignore[operator]
-                ctypes.c_long(_SYS_OPENAT2),
+            fd = self._syscall(
+                ctypes.c_long(self._number),
                 ctypes.c_int(dir_fd),
                 ctypes.c_char_p(os.fsencode(path)),
                 ctypes.byref(how),

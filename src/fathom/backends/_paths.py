@@ -19,7 +19,15 @@ MAX_PATH_DEPTH = 256
 
 
 class PathError(ValueError):
-    """A path the model sent cannot be used; the message says why and what to send instead."""
+    """A path the model sent cannot be used; the message says why and what to send instead.
+
+    `reason` says what is wrong in a few words (`"contains a NUL byte"`), for backends that
+    return the failure as data (`BackendError(INVALID, detail=reason)`) rather than text.
+    """
+
+    def __init__(self, message: str, reason: str = "is not usable") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def normalize_path(path: str) -> str:
@@ -30,21 +38,28 @@ def normalize_path(path: str) -> str:
     and backslashes.
     """
     if not isinstance(path, str) or not path.strip():
-        raise PathError("Error: the path is empty. Give an absolute path such as /notes.md.")
+        raise PathError(
+            "Error: the path is empty. Give an absolute path such as /notes.md.", "is empty"
+        )
     raw = path.strip()
     if "\x00" in raw:
-        raise PathError(f"Error: the path {raw!r} contains a NUL byte.")
+        raise PathError(f"Error: the path {raw!r} contains a NUL byte.", "contains a NUL byte")
     if raw.startswith("~"):
         raise PathError(
             f"Error: the path {raw!r} uses '~', which is not allowed here. "
-            "Use an absolute path inside the workspace, such as /notes.md."
+            "Use an absolute path inside the workspace, such as /notes.md.",
+            "starts with '~'",
         )
     if "\\" in raw:
-        raise PathError(f"Error: the path {raw!r} contains a backslash. Use '/' as the separator.")
+        raise PathError(
+            f"Error: the path {raw!r} contains a backslash. Use '/' as the separator.",
+            "contains a backslash",
+        )
     if len(raw) > MAX_PATH_CHARS:
         raise PathError(
             f"Error: the path is {len(raw)} characters long; the limit is {MAX_PATH_CHARS}. "
-            "Use a shorter path."
+            "Use a shorter path.",
+            f"is {len(raw)} characters long, over the {MAX_PATH_CHARS}-character limit",
         )
     parts: list[str] = []
     for part in raw.split("/"):
@@ -54,7 +69,8 @@ def normalize_path(path: str) -> str:
             if not parts:
                 raise PathError(
                     f"Error: the path {raw!r} goes above the filesystem root. "
-                    "Paths must stay inside '/'."
+                    "Paths must stay inside '/'.",
+                    "goes above the root with '..'",
                 )
             parts.pop()
             continue
@@ -62,7 +78,8 @@ def normalize_path(path: str) -> str:
     if len(parts) > MAX_PATH_DEPTH:
         raise PathError(
             f"Error: the path {raw[:60]!r}... is {len(parts)} parts deep; the limit is "
-            f"{MAX_PATH_DEPTH}. Use a shallower path."
+            f"{MAX_PATH_DEPTH}. Use a shallower path.",
+            f"is {len(parts)} parts deep, over the {MAX_PATH_DEPTH}-part limit",
         )
     return "/" + "/".join(parts)
 
@@ -86,6 +103,7 @@ def normalize_file_path(path: str) -> str:
     if last in ("", ".", "..") and normalized != "/":
         raise PathError(
             f"Error: the path {path.strip()!r} ends with '{last or '/'}', so it names a "
-            "directory, not a file. Give a file path such as /notes/todo.md."
+            "directory, not a file. Give a file path such as /notes/todo.md.",
+            f"ends with '{last or '/'}', so it names a directory, not a file",
         )
     return normalized

@@ -4,33 +4,52 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
+from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
     EditResult,
     ExecuteResponse,
+    FileDownloadResponse,
     FileInfo,
+    FileUploadResponse,
     GlobResult,
     GrepMatch,
     GrepResult,
     LsResult,
     ReadResult,
+    SandboxBackendProtocol,
     WriteResult,
+    accepts_keyword,
+    cap_grep,
+    execute_accepts_timeout,
     resolve_backend,
     supports_delete,
     supports_execute,
 )
-from fathom.backends.state import StateBackend
+from fathom.backends.state import StateBackend, UploadResults
+from fathom.backends.utils import invalid_path, pattern_error
 from fathom.state import FilesUpdate
 
 __all__ = ["CompositeBackend"]
 
 Child = BackendProtocol | Callable[[Any], BackendProtocol]
+
+
+def _grep_kwargs(child: Any, method: str, max_count: int | None, context_lines: int) -> dict:
+    """The optional grep arguments `child` takes (a backend written for an older API may
+    take neither; its result is capped after the merge)."""
+    kwargs: dict[str, Any] = {}
+    if max_count is not None and accepts_keyword(type(child), method, "max_count"):
+        kwargs["max_count"] = max_count
+    if context_lines > 0 and accepts_keyword(type(child), method, "context_lines"):
+        kwargs["context_lines"] = context_lines
+    return kwargs
 
 
 def _route_prefix(prefix: str) -> str:
@@ -56,9 +75,20 @@ class CompositeBackend(BackendBase):
     Args:
         default: The backend for paths under no route.
         routes: Prefix → backend. Prefixes are absolute; a trailing `/` is added.
+        artifacts_root: The directory under which middleware keeps what it writes on the
+            agent's behalf (offloaded tool results, the summarization archive), so those
+            files can be routed, e.g. `"/artifacts/"` with a route there. Default `/`.
     """
 
-    def __init__(self, default: Child, routes: Mapping[str, Child]) -> None:
+    def __init__(
+        self, default: Child, routes: Mapping[str, Child], *, artifacts_root: str = "/"
+    ) -> None:
+        try:
+            self.artifacts_root = normalize_dir(artifacts_root)
+        except PathError as error:
+            raise ValueError(
+                f"artifacts_root {artifacts_root!r} is not a usable path: {error}"
+            ) from None
         self.default = default
         normalized: dict[str, Child] = {}
         for prefix, child in routes.items():
@@ -73,6 +103,7 @@ class CompositeBackend(BackendBase):
     def bind(self, runtime: Any) -> Self:
         """A composite whose backends each serve `runtime` (factories are called here)."""
         bound = object.__new__(type(self))
+        bound.artifacts_root = self.artifacts_root
         bound.default = resolve_backend(self.default, runtime)
         bound.routes = {}
         for prefix, child in self.routes.items():
@@ -136,7 +167,7 @@ class CompositeBackend(BackendBase):
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return LsResult(error=str(error))
+            return LsResult(error=invalid_path(path, error))
         prefix, child, inner = self._owner(directory)
         result = child.ls(inner)
         return self._merge_ls(directory, prefix, result)
@@ -145,7 +176,7 @@ class CompositeBackend(BackendBase):
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return LsResult(error=str(error))
+            return LsResult(error=invalid_path(path, error))
         prefix, child, inner = self._owner(directory)
         result = await child.als(inner)
         return self._merge_ls(directory, prefix, result)
@@ -164,33 +195,48 @@ class CompositeBackend(BackendBase):
             return result if prefix == "/" else LsResult(error=self._outer_error(prefix, result))
         return LsResult(entries=[entries[key] for key in sorted(entries)])
 
-    def _outer_error(self, prefix: str, result: Any) -> str:
-        """A routed backend's error message, with its inner paths shown as full paths."""
-        message = result.error or ""
-        return message.replace("'/", "'" + prefix.rstrip("/") + "/") if prefix != "/" else message
+    def _outer_error(self, prefix: str, result: Any) -> Any:
+        """A routed backend's error with its path shown as the full path.
+
+        Text from a backend written for the reference API is passed on unchanged: its
+        paths are the routed backend's own.
+        """
+        error = result.error
+        if prefix != "/" and isinstance(error, BackendError) and error.path is not None:
+            return replace(error, path=self._outer(prefix, error.path))
+        return error
 
     def _pattern_for(self, pattern: str) -> str:
         """What to ask a backend for: the pattern itself when it only names files."""
         return pattern if "/" not in pattern else "**"
 
-    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+    def _glob_check(self, pattern: str, path: str | None) -> str | BackendError:
+        """The searched directory, or the error for a bad path or pattern (checked before
+        asking any backend)."""
         try:
             directory = normalize_dir(path)
-            glob_matches(pattern, "x")  # reject a bad pattern before asking anyone
-        except (PathError, GlobError) as error:
-            return GlobResult(error=str(error))
+        except PathError as error:
+            return invalid_path(path, error)
+        try:
+            glob_matches(pattern, "x")
+        except GlobError as error:
+            return pattern_error(pattern, error)
+        return directory
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        directory = self._glob_check(pattern, path)
+        if isinstance(directory, BackendError):
+            return GlobResult(error=directory)
         results = [
             (prefix, child.glob(self._pattern_for(pattern), inner))
             for prefix, child, inner in self._sources(directory)
         ]
         return self._merge_glob(directory, pattern, results)
 
-    async def aglob(self, pattern: str, path: str = "/") -> GlobResult:
-        try:
-            directory = normalize_dir(path)
-            glob_matches(pattern, "x")
-        except (PathError, GlobError) as error:
-            return GlobResult(error=str(error))
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
+        directory = self._glob_check(pattern, path)
+        if isinstance(directory, BackendError):
+            return GlobResult(error=directory)
         results = [
             (prefix, await child.aglob(self._pattern_for(pattern), inner))
             for prefix, child, inner in self._sources(directory)
@@ -202,11 +248,16 @@ class CompositeBackend(BackendBase):
     ) -> GlobResult:
         matches: dict[str, FileInfo] = {}
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
+        truncated = False
+        reason = None
         for prefix, result in results:
             if result.error:
-                if "not found" in result.error:
-                    continue
+                if error_kind(result.error) is ErrorKind.NOT_FOUND:
+                    continue  # a route with nothing under the searched directory
                 return GlobResult(error=self._outer_error(prefix, result))
+            if result.truncated:
+                truncated = True
+                reason = reason or result.truncation_reason
             for entry in result.matches or []:
                 outer = self._outer(prefix, entry["path"])
                 if self._shadowed(prefix, outer) or not outer.startswith(directory):
@@ -215,9 +266,13 @@ class CompositeBackend(BackendBase):
                     if not glob_matches(pattern, outer[len(directory) :], budget):
                         continue
                 except GlobError as error:
-                    return GlobResult(error=str(error))
+                    return GlobResult(error=pattern_error(pattern, error))
                 matches[outer] = FileInfo(**{**entry, "path": outer})
-        return GlobResult(matches=[matches[key] for key in sorted(matches)])
+        return GlobResult(
+            matches=[matches[key] for key in sorted(matches)],
+            truncated=truncated,
+            truncation_reason=reason,
+        )
 
     def _grep_plan(self, path: str | None) -> tuple[str, list[tuple[str, Any, str]]]:
         """The searched directory (or file) and the backends to ask, with their paths."""
@@ -230,34 +285,61 @@ class CompositeBackend(BackendBase):
                 sources.append((route, routed, "/"))
         return directory, sources
 
-    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+    def _grep_check(
+        self, path: str | None, glob: str | None
+    ) -> tuple[str, list[tuple[str, Any, str]]] | BackendError:
         try:
-            directory, sources = self._grep_plan(path)
+            planned = self._grep_plan(path)
+        except PathError as error:
+            return invalid_path(path, error)
+        try:
             if glob:
                 glob_matches(glob, "x")
-        except (PathError, GlobError) as error:
-            return GrepResult(error=str(error))
+        except GlobError as error:
+            return pattern_error(glob, error)
+        return planned
+
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
+        """Grep every backend under `path` and merge (see `BackendProtocol.grep`)."""
+        planned = self._grep_check(path, glob)
+        if isinstance(planned, BackendError):
+            return GrepResult(error=planned)
+        directory, sources = planned
         child_glob = glob if glob and "/" not in glob else None
-        results = [
-            (prefix, child.grep(pattern, inner, child_glob)) for prefix, child, inner in sources
-        ]
-        return self._merge_grep(directory, glob, results)
+        results = []
+        for prefix, child, inner in sources:
+            kwargs = _grep_kwargs(child, "grep", max_count, context_lines)
+            results.append((prefix, child.grep(pattern, inner, child_glob, **kwargs)))
+        return cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
     ) -> GrepResult:
-        try:
-            directory, sources = self._grep_plan(path)
-            if glob:
-                glob_matches(glob, "x")
-        except (PathError, GlobError) as error:
-            return GrepResult(error=str(error))
+        """Async `grep`."""
+        planned = self._grep_check(path, glob)
+        if isinstance(planned, BackendError):
+            return GrepResult(error=planned)
+        directory, sources = planned
         child_glob = glob if glob and "/" not in glob else None
-        results = [
-            (prefix, await child.agrep(pattern, inner, child_glob))
-            for prefix, child, inner in sources
-        ]
-        return self._merge_grep(directory, glob, results)
+        results = []
+        for prefix, child, inner in sources:
+            kwargs = _grep_kwargs(child, "agrep", max_count, context_lines)
+            results.append((prefix, await child.agrep(pattern, inner, child_glob, **kwargs)))
+        return cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(
         self, directory: str, glob: str | None, results: list[tuple[str, GrepResult]]
@@ -265,11 +347,13 @@ class CompositeBackend(BackendBase):
         matches: list[GrepMatch] = []
         skipped: list[str] = []
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
+        truncated = False
         for prefix, result in results:
             if result.error:
-                if "not found" in result.error:
-                    continue
+                if error_kind(result.error) is ErrorKind.NOT_FOUND:
+                    continue  # a route with nothing under the searched path
                 return GrepResult(error=self._outer_error(prefix, result))
+            truncated = truncated or bool(getattr(result, "truncated", False))
             for match in result.matches or []:
                 outer = self._outer(prefix, match["path"])
                 if self._shadowed(prefix, outer):
@@ -281,31 +365,33 @@ class CompositeBackend(BackendBase):
                     ):
                         continue
                 except GlobError as error:
-                    return GrepResult(error=str(error))
-                matches.append(GrepMatch(path=outer, line=match["line"], text=match["text"]))
+                    return GrepResult(error=pattern_error(glob, error))
+                matches.append(GrepMatch(**{**match, "path": outer}))
             skipped += [
                 outer
                 for p in result.skipped or []
                 if not self._shadowed(prefix, outer := self._outer(prefix, p))
             ]
         matches.sort(key=lambda m: (m["path"], m["line"]))
-        return GrepResult(matches=matches, skipped=sorted(skipped) or None)
+        return GrepResult(matches=matches, truncated=truncated, skipped=sorted(skipped) or None)
 
     # -- single files --------------------------------------------------------------------
 
-    def _route_file(self, file_path: str, new_file: bool = False) -> tuple[str, Any, str] | str:
+    def _route_file(
+        self, file_path: str, new_file: bool = False
+    ) -> tuple[str, Any, str] | BackendError:
         try:
             path = (normalize_file_path if new_file else normalize_path)(file_path)
         except PathError as error:
-            return str(error)
+            return invalid_path(file_path, error)
         prefix, child, inner = self._owner(path)
         if prefix != "/" and inner == "/":
-            return f"Error: '{path}' is a directory (the root of a route), not a file."
+            return BackendError(ErrorKind.IS_DIRECTORY, path, f"the mount point of route {prefix}")
         return prefix, child, inner
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         routed = self._route_file(file_path)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return ReadResult(error=routed)
         prefix, child, inner = routed
         result = child.read(inner, offset, limit)
@@ -313,7 +399,7 @@ class CompositeBackend(BackendBase):
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         routed = self._route_file(file_path)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return ReadResult(error=routed)
         prefix, child, inner = routed
         result = await child.aread(inner, offset, limit)
@@ -330,14 +416,14 @@ class CompositeBackend(BackendBase):
 
     def write(self, file_path: str, content: str) -> WriteResult:
         routed = self._route_file(file_path, new_file=True)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return WriteResult(error=routed)
         prefix, child, inner = routed
         return self._changed(prefix, child.write(inner, content))
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
         routed = self._route_file(file_path, new_file=True)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return WriteResult(error=routed)
         prefix, child, inner = routed
         return self._changed(prefix, await child.awrite(inner, content))
@@ -346,7 +432,7 @@ class CompositeBackend(BackendBase):
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
         routed = self._route_file(file_path)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return EditResult(error=routed)
         prefix, child, inner = routed
         return self._changed(prefix, child.edit(inner, old_string, new_string, replace_all))
@@ -355,31 +441,227 @@ class CompositeBackend(BackendBase):
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
         routed = self._route_file(file_path)
-        if isinstance(routed, str):
+        if isinstance(routed, BackendError):
             return EditResult(error=routed)
         prefix, child, inner = routed
         result = await child.aedit(inner, old_string, new_string, replace_all)
         return self._changed(prefix, result)
 
-    def delete(self, file_path: str) -> DeleteResult:
-        routed = self._route_file(file_path)
-        if isinstance(routed, str):
-            return DeleteResult(error=routed)
-        prefix, child, inner = routed
+    def _route_delete(self, file_path: str) -> tuple[str, Any, str] | DeleteResult:
+        """The route serving a delete, or the refusal.
+
+        `/`, a route's mount point and a directory that holds a mount point are refused
+        (`INVALID`): a delete runs on one backend, so removing a directory that spans
+        routes would leave the routed files behind while reporting success.
+        """
+        try:
+            path = normalize_path(file_path)
+        except PathError as error:
+            return DeleteResult(error=invalid_path(file_path, error))
+        if path == "/":
+            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+        prefix, child, inner = self._owner(path)
+        if prefix != "/" and inner == "/":
+            return DeleteResult(
+                error=BackendError(ErrorKind.INVALID, path, f"the mount point of route {prefix}")
+            )
+        inside = [route for route in self.routes if route.startswith(path.rstrip("/") + "/")]
+        if inside:
+            return DeleteResult(
+                error=BackendError(ErrorKind.INVALID, path, f"holds the route {inside[-1]}")
+            )
         if not supports_delete(child):
-            return DeleteResult(error=f"Error: files under '{prefix}' cannot be deleted.")
-        return self._changed(prefix, child.delete(inner))
+            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, path, "delete"))
+        return prefix, child, inner
+
+    def _deleted(self, prefix: str, result: DeleteResult) -> DeleteResult:
+        """A routed backend's delete result with full paths."""
+        error = result.error
+        if isinstance(error, BackendError) and error.path is not None:
+            error = replace(error, path=self._outer(prefix, error.path))
+        return replace(
+            result,
+            error=error,
+            path=self._outer(prefix, result.path) if result.path else result.path,
+            files_update=self._outer_update(prefix, result.files_update),
+        )
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Delete a file or directory (recursively) in the backend that serves it."""
+        routed = self._route_delete(file_path)
+        if isinstance(routed, DeleteResult):
+            return routed
+        prefix, child, inner = routed
+        try:
+            result = child.delete(inner)
+        except NotImplementedError:
+            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete"))
+        return self._deleted(prefix, result)
 
     async def adelete(self, file_path: str) -> DeleteResult:
-        routed = self._route_file(file_path)
-        if isinstance(routed, str):
-            return DeleteResult(error=routed)
+        """Async `delete`."""
+        routed = self._route_delete(file_path)
+        if isinstance(routed, DeleteResult):
+            return routed
         prefix, child, inner = routed
-        if not supports_delete(child):
-            return DeleteResult(error=f"Error: files under '{prefix}' cannot be deleted.")
-        adelete = getattr(child, "adelete", None)
-        result = await adelete(inner) if adelete is not None else child.delete(inner)
-        return self._changed(prefix, result)
+        try:
+            adelete = getattr(child, "adelete", None)
+            result = await adelete(inner) if adelete is not None else child.delete(inner)
+        except NotImplementedError:
+            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete"))
+        return self._deleted(prefix, result)
+
+    # -- moving files in and out -----------------------------------------------------
+
+    def _batches(self, paths: list[str], new_file: bool) -> tuple[dict[str, Any], dict]:
+        """Group paths by route: `{prefix: child}`, `{prefix: [(index, inner path)]}`.
+
+        A path that is not usable, or names a route's mount point, is left out (its index
+        gets no batch); the caller answers it with `invalid_path` / `is_directory`.
+        """
+        children: dict[str, Any] = {}
+        batches: dict[str, list[tuple[int, str]]] = {}
+        for index, raw in enumerate(paths):
+            try:
+                path = (normalize_file_path if new_file else normalize_path)(raw)
+            except PathError:
+                continue
+            prefix, child, inner = self._owner(path)
+            if prefix != "/" and inner == "/":
+                continue
+            children[prefix] = child
+            batches.setdefault(prefix, []).append((index, inner))
+        return children, batches
+
+    @staticmethod
+    def _unrouted_error(raw: str, new_file: bool) -> ErrorKind:
+        try:
+            (normalize_file_path if new_file else normalize_path)(raw)
+        except PathError:
+            return ErrorKind.INVALID
+        return ErrorKind.IS_DIRECTORY
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
+        """Upload each file to the backend that serves its path; one response per file.
+
+        Files are grouped per route and each backend gets one call; a backend that cannot
+        take uploads answers `unsupported` for its files and the others still go through.
+        `files_update` gathers the in-state backends' changes, with full paths.
+        """
+        children, batches = self._batches([path for path, _ in files], new_file=True)
+        answers: dict[int, FileUploadResponse] = {}
+        update: FilesUpdate = {}
+        for prefix, batch in batches.items():
+            payload = [(inner, files[index][1]) for index, inner in batch]
+            try:
+                got = children[prefix].upload_files(payload)
+            except (AttributeError, NotImplementedError):
+                got = []
+            self._place_uploads(prefix, files, batch, got, answers, update)
+        return self._uploads(files, answers, update)
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
+        """Async `upload_files`."""
+        children, batches = self._batches([path for path, _ in files], new_file=True)
+        answers: dict[int, FileUploadResponse] = {}
+        update: FilesUpdate = {}
+        for prefix, batch in batches.items():
+            payload = [(inner, files[index][1]) for index, inner in batch]
+            child = children[prefix]
+            try:
+                aupload = getattr(child, "aupload_files", None)
+                got = (
+                    await aupload(payload) if aupload is not None else child.upload_files(payload)
+                )
+            except (AttributeError, NotImplementedError):
+                got = []
+            self._place_uploads(prefix, files, batch, got, answers, update)
+        return self._uploads(files, answers, update)
+
+    def _place_uploads(
+        self,
+        prefix: str,
+        files: list[tuple[str, bytes]],
+        batch: list[tuple[int, str]],
+        got: list[Any],
+        answers: dict[int, FileUploadResponse],
+        update: FilesUpdate,
+    ) -> None:
+        for position, (index, _) in enumerate(batch):
+            error = got[position].error if position < len(got) else ErrorKind.UNSUPPORTED
+            answers[index] = FileUploadResponse(path=files[index][0], error=error)
+        update.update(self._outer_update(prefix, getattr(got, "files_update", None)) or {})
+
+    def _uploads(
+        self,
+        files: list[tuple[str, bytes]],
+        answers: dict[int, FileUploadResponse],
+        update: FilesUpdate,
+    ) -> UploadResults:
+        responses = [
+            answers.get(index)
+            or FileUploadResponse(path=raw, error=self._unrouted_error(raw, new_file=True))
+            for index, (raw, _) in enumerate(files)
+        ]
+        return UploadResults(responses, files_update=update or None)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Download each path from the backend that serves it; one response per path."""
+        children, batches = self._batches(paths, new_file=False)
+        answers: dict[int, FileDownloadResponse] = {}
+        for prefix, batch in batches.items():
+            try:
+                got = list(children[prefix].download_files([inner for _, inner in batch]))
+            except (AttributeError, NotImplementedError):
+                got = []
+            self._place_downloads(paths, batch, got, answers)
+        return self._downloads(paths, answers)
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Async `download_files`."""
+        children, batches = self._batches(paths, new_file=False)
+        answers: dict[int, FileDownloadResponse] = {}
+        for prefix, batch in batches.items():
+            child = children[prefix]
+            inners = [inner for _, inner in batch]
+            try:
+                adownload = getattr(child, "adownload_files", None)
+                got = list(
+                    await adownload(inners)
+                    if adownload is not None
+                    else child.download_files(inners)
+                )
+            except (AttributeError, NotImplementedError):
+                got = []
+            self._place_downloads(paths, batch, got, answers)
+        return self._downloads(paths, answers)
+
+    @staticmethod
+    def _place_downloads(
+        paths: list[str],
+        batch: list[tuple[int, str]],
+        got: list[Any],
+        answers: dict[int, FileDownloadResponse],
+    ) -> None:
+        for position, (index, _) in enumerate(batch):
+            if position < len(got):
+                answer = got[position]
+                answers[index] = FileDownloadResponse(
+                    path=paths[index], content=answer.content, error=answer.error
+                )
+            else:
+                answers[index] = FileDownloadResponse(
+                    path=paths[index], error=ErrorKind.UNSUPPORTED
+                )
+
+    def _downloads(
+        self, paths: list[str], answers: dict[int, FileDownloadResponse]
+    ) -> list[FileDownloadResponse]:
+        return [
+            answers.get(index)
+            or FileDownloadResponse(path=raw, error=self._unrouted_error(raw, new_file=False))
+            for index, raw in enumerate(paths)
+        ]
 
     # -- commands ------------------------------------------------------------------------
 
@@ -388,18 +670,24 @@ class CompositeBackend(BackendBase):
         """Whether the default backend runs shell commands (routes only hold files)."""
         return supports_execute(self.default)
 
-    def execute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
         """Run `command` in the default backend (the sandbox); routes are not visible there."""
         if not self.can_execute:
             return ExecuteResponse(
                 output="Error: this filesystem cannot run commands.", exit_code=None
             )
-        return self.default.execute(command, timeout)
+        sandbox = cast("SandboxBackendProtocol", self.default)  # can_execute: it has execute
+        if timeout is not None and execute_accepts_timeout(type(sandbox)):
+            return sandbox.execute(command, timeout=timeout)
+        return sandbox.execute(command)
 
-    async def aexecute(self, command: str, timeout: int | None = None) -> ExecuteResponse:
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        """Async `execute`."""
         if not self.can_execute:
-            return self.execute(command, timeout)
+            return self.execute(command, timeout=timeout)
         aexecute = getattr(self.default, "aexecute", None)
         if aexecute is None:
-            return self.default.execute(command, timeout)
-        return await aexecute(command, timeout)
+            return self.execute(command, timeout=timeout)
+        if timeout is not None and accepts_keyword(type(self.default), "aexecute", "timeout"):
+            return await aexecute(command, timeout=timeout)
+        return await aexecute(command)

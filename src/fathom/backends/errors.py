@@ -53,6 +53,9 @@ class ErrorKind(StrEnum):
     """The file or content is over the backend's size limit."""
     BINARY = "binary"
     """The operation needs text and the file is binary."""
+    PAST_END = "past_end"
+    """`read`: the offset is at or past the file's last line; `count` is the file's number
+    of lines, `limit` the offset asked for."""
     NO_MATCH = "no_match"
     """`edit`: `old_string` does not occur in the file."""
     NOT_UNIQUE = "not_unique"

@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
 import os
 import re
 import secrets
+import shutil
 import stat
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fathom.backends._beneath import Escape, Resolver, close_quietly
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
+from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
     EditResult,
+    FileDownloadResponse,
     FileInfo,
+    FileUploadResponse,
     GlobResult,
     GrepMatch,
     GrepResult,
@@ -36,6 +40,9 @@ from fathom.backends.utils import (
     apply_edit,
     create_file_data,
     grep_lines,
+    invalid_path,
+    pattern_error,
+    read_window,
     text_view,
 )
 
@@ -59,15 +66,14 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _READ_DIR = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
-_LINK_UNSUPPORTED = {
-    errno.EPERM,
-    errno.EXDEV,
-    errno.EMLINK,
-    errno.ENOSYS,
-    errno.ENOTSUP,
-    errno.EOPNOTSUPP,
-}
-"""`os.link` errors meaning "no hard links here" (then `write` falls back to `os.rename`)."""
+NO_RIPGREP_ENV = "FATHOM_NO_RIPGREP"
+"""Set (to anything non-empty) to make backends built with `ripgrep=None` search in Python."""
+_RG_TIMEOUT_S = 120
+"""Seconds one ripgrep run may take before it is killed and the search redone in Python."""
+_RG_UNSAFE = ("\x00", "\n", "\r", "\ufffd")
+"""Characters that keep a pattern from ripgrep: it cannot take NUL in an argument or match
+across lines, and U+FFFD stands for undecodable bytes only after decoding (in Python)."""
+_GIT_DIR = ".git"
 
 def _show(text: str) -> str:
     """`text` safe for JSON/UTF-8: undecodable file-name bytes become `\\xNN` escapes.
@@ -81,19 +87,41 @@ def _show(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _unicode_error(path: object) -> str | None:
-    """An error message when `path` holds lone surrogates (which no file name can be)."""
+def _unicode_error(path: object) -> BackendError | None:
+    """The `INVALID` error when `path` holds lone surrogates (which no file name can be)."""
     if not isinstance(path, str):
         return None
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
         escaped = path.encode("utf-8", "backslashreplace").decode("utf-8")
-        return (
-            f"Error: the path '{escaped}' is not valid Unicode (it holds a lone surrogate "
-            "character). Send the path as plain UTF-8 text."
+        return BackendError(
+            ErrorKind.INVALID, escaped, "is not valid Unicode (it holds a lone surrogate)"
         )
     return None
+
+
+def _os_error(
+    shown: str, error: OSError, *, not_a_dir: ErrorKind = ErrorKind.NOT_FOUND
+) -> BackendError:
+    """The typed error for an `OSError` met while acting on `shown`.
+
+    `not_a_dir` is the kind for `ENOTDIR`: a path that goes through a file is "not found"
+    for reading, and "not a directory" when a parent had to be used or made.
+    """
+    if isinstance(error, FileNotFoundError):
+        return BackendError(ErrorKind.NOT_FOUND, shown)
+    if isinstance(error, NotADirectoryError):
+        return BackendError(not_a_dir, shown)
+    if isinstance(error, IsADirectoryError):
+        return BackendError(ErrorKind.IS_DIRECTORY, shown)
+    if isinstance(error, PermissionError):  # EACCES, EPERM
+        return BackendError(ErrorKind.PERMISSION, shown, _reason(error))
+    return BackendError(ErrorKind.FAILED, shown, _reason(error))
+
+
+def _outside(shown: str) -> BackendError:
+    return BackendError(ErrorKind.OUTSIDE_ROOT, shown)
 
 
 def _iso(timestamp: float) -> str:
@@ -222,15 +250,20 @@ class FilesystemBackend(BackendProtocol):
         root_dir: The root directory; `None` means the current working directory. A relative
             path is taken from the current working directory. It is resolved once
             (`os.path.realpath`), and must exist and be a directory (else `ValueError`).
-        virtual_mode: `True` confines the agent to `root_dir`: every path is a virtual
-            absolute path anchored at the root (`/a/b.txt` is `<root>/a/b.txt`, `a.txt` is
-            `/a.txt`), `..` above the root, `~`, NUL bytes and backslashes are refused, and
-            every symlink on a path must lead to a place inside the root. Results carry
-            virtual paths. `False` (the default) gives no protection, and a warning is
-            logged when such a backend is built: absolute paths are real OS paths used as
-            they are (so the tools' default path `/` is the machine's root), relative paths
-            are taken from the root, and results carry real absolute paths.
+        virtual_mode: `True` (the default) confines the agent to `root_dir`: every path is
+            a virtual absolute path anchored at the root (`/a/b.txt` is `<root>/a/b.txt`,
+            `a.txt` is `/a.txt`), `..` above the root, `~`, NUL bytes and backslashes are
+            refused, and every symlink on a path must lead to a place inside the root.
+            Results carry virtual paths. `False` must be asked for by name and gives no
+            protection (a warning is logged when such a backend is built): absolute paths
+            are real OS paths used as they are (so the tools' default path `/` is the
+            machine's root), relative paths are taken from the root, and results carry
+            real absolute paths.
         max_file_size_mb: `read` refuses files larger than this (in MiB).
+        ripgrep: How `grep` searches a directory. `None` (the default): with the `rg`
+            binary (ripgrep) when it is on `PATH` and the environment variable
+            `FATHOM_NO_RIPGREP` is not set, in Python otherwise. `True`: with `rg`
+            (`ValueError` here when it is missing). `False`: always in Python.
 
     Confinement holds while other processes change the tree (a command run through
     `execute`, or anything on the host): paths are resolved and opened through directory
@@ -250,31 +283,44 @@ class FilesystemBackend(BackendProtocol):
     it back names a different file (in virtual mode the backslash is refused), so the file
     can be found with `ls`/`glob`/`grep` but not read, edited or deleted through the agent.
 
-    Writes are atomic: `write` fills a temporary file in the target directory, syncs it and
-    publishes it with `os.link` (which fails if the target appeared meanwhile; `os.rename`
-    after an existence check where hard links are unsupported), so it never writes through
-    an existing name, not even a dangling symlink. `edit` writes a new file and swaps it in
-    with `os.replace`, keeping the permission bits (owner, extended attributes and other hard
-    links to the old file are not carried over), and refuses if the file changed on disk
-    since it was read. A failed write leaves neither a partial target nor a temporary file
-    (parent directories it created stay). A temporary file left by a process killed
+    Writes are atomic: `write` (which creates the file, or replaces an existing one) fills a
+    temporary file in the target directory, syncs it and swaps it in with `os.replace`, so
+    a reader sees the old content or the new, never a mix. A replaced file keeps its
+    permission bits (owner, extended attributes and other hard links to the old file are not
+    carried over); a last symlink that stays inside the root is written through (the file
+    it leads to is replaced), as `edit` does. `edit` also refuses if the file changed on
+    disk since it was read. A failed write leaves neither a partial target nor a temporary
+    file (parent directories it created stay). A temporary file left by a process killed
     mid-write is removed by the next write into its directory once it is
-    `STALE_TEMP_SECONDS` old. A path ending in `/` (a directory) cannot be written.
-    Results have `files_update=None`: the files live on disk, not in the graph state.
+    `STALE_TEMP_SECONDS` old. A path ending in `/` (a directory) cannot be written, and a
+    directory is never replaced by a file. `delete` removes a file, a symlink itself, or a
+    directory with everything under it (through directory descriptors, never following a
+    link); the root itself cannot be deleted. Results have `files_update=None`: the files
+    live on disk, not in the graph state.
+
+    `grep` over a directory lets ripgrep (`rg`, when present) pick the files that contain
+    the pattern and then reads each of them beneath the root as the Python search does, so
+    both give the same matches, except that ripgrep leaves out what the `.gitignore`,
+    `.ignore` and `.rgignore` files in the searched directory (and below it) exclude. Both
+    skip `.git/` directories, symlinks (a linked file is searched at its own path) and the
+    backend's temporary files, and both search hidden files.
 
     `file_owner` (`(uid, gid)` or `None`, the default): when set (by a subclass, after
     `__init__`), every file and directory the backend creates or replaces is given that
     owner before it is published.
 
     Every problem a model could cause (missing file, permission denied, disk full, path
-    outside the root) is returned as an error result; nothing is raised.
+    outside the root) is returned as an error result whose `error` is a `BackendError`
+    (its kind and facts; the tool layer words it); nothing is raised.
     """
 
     def __init__(
         self,
         root_dir: str | os.PathLike[str] | None = None,
-        virtual_mode: bool = False,
+        virtual_mode: bool = True,
         max_file_size_mb: float = 10,
+        *,
+        ripgrep: bool | None = None,
     ) -> None:
         raw = os.getcwd() if root_dir is None else os.fsdecode(os.fspath(root_dir))
         try:
@@ -287,6 +333,16 @@ class FilesystemBackend(BackendProtocol):
             raise ValueError(f"root_dir {raw!r} is not a directory.")
         if not max_file_size_mb > 0:
             raise ValueError(f"max_file_size_mb must be positive, not {max_file_size_mb!r}.")
+        rg = shutil.which("rg") if ripgrep is not False else None
+        if ripgrep is True and rg is None:
+            raise ValueError(
+                "ripgrep=True but no `rg` binary is on PATH: install ripgrep (Debian/Ubuntu: "
+                "apt-get install ripgrep), or pass ripgrep=None to search in Python without it."
+            )
+        if ripgrep is None and os.environ.get(NO_RIPGREP_ENV):
+            rg = None
+        self.ripgrep: str | None = rg
+        """The `rg` binary `grep` uses, or `None`: `grep` searches in Python."""
         self.root_dir: str = root
         """The resolved absolute root directory."""
         self.virtual_mode: bool = virtual_mode
@@ -298,16 +354,24 @@ class FilesystemBackend(BackendProtocol):
         self._swept: dict[tuple[int, int], float] = {}
         self._sweep_lock = threading.Lock()
         if not virtual_mode:
-            logger.warning(
-                "%s(%s) is unconfined (virtual_mode=False): its file tools can read and write "
-                "any path this process can reach, not only the root%s. Pass "
-                "virtual_mode=True to confine them to the root.",
-                type(self).__name__,
-                root,
-                " (it runs as root: /etc/shadow included)"
-                if hasattr(os, "geteuid") and os.geteuid() == 0
-                else "",
-            )
+            self._warn_unconfined()
+
+    def _warn_unconfined(self) -> None:
+        """Log, once per backend built with `virtual_mode=False`, that nothing is confined.
+
+        A subclass whose own construction warning already says so overrides this, so that
+        one clear warning is logged, not two.
+        """
+        logger.warning(
+            "%s(%s) is unconfined (virtual_mode=False): its file tools can read and write "
+            "any path this process can reach, not only the root%s. Leave virtual_mode at "
+            "its default (True) to confine them to the root.",
+            type(self).__name__,
+            self.root_dir,
+            " (it runs as root: /etc/shadow included)"
+            if hasattr(os, "geteuid") and os.geteuid() == 0
+            else "",
+        )
 
     # ------------------------------------------------------------------ ownership
 
@@ -326,35 +390,30 @@ class FilesystemBackend(BackendProtocol):
     def _inside(self, real: str) -> bool:
         return real == self.root_dir or real.startswith(self._root_prefix)
 
-    def _outside_error(self, shown: str) -> str:
-        return (
-            f"Error: '{shown}' resolves outside the workspace root; only files inside it "
-            "can be used."
-        )
-
     def _target(
         self, path: str | None, *, directory: bool = False, new_file: bool = False
-    ) -> _Target | str:
-        """Resolve a model-sent path; return the target or an error message.
+    ) -> _Target | BackendError:
+        """Resolve a model-sent path; return the target or an `INVALID` error.
 
         For a directory (`directory=True`) an empty path or `None` means the root. A path
         for a file to create (`new_file=True`) must not name a directory (`/newdir/`).
         """
-        if message := _unicode_error(path):
-            return message
+        if failure := _unicode_error(path):
+            return failure
         if self.virtual_mode:
             return self._virtual_target(path, directory, new_file)
         if directory and (path is None or not str(path).strip()):
             return _Target(_show(self.root_dir), self.root_dir, tuple(self._split(self.root_dir)))
         if not isinstance(path, str) or not path.strip():
-            return "Error: the path is empty. Give a file path such as notes.md."
+            shown = path if isinstance(path, str) else None
+            return BackendError(ErrorKind.INVALID, shown, "is empty")
         if "\x00" in path:
-            return f"Error: the path {path!r} contains a NUL byte."
+            return BackendError(ErrorKind.INVALID, path, "contains a NUL byte")
         if new_file:
             try:
                 normalize_file_path(path.replace("\\", "/"))
             except PathError as error:
-                return str(error)
+                return invalid_path(path, error)
         real = os.path.abspath(os.path.join(self.root_dir, path))
         return _Target(_show(real), real, tuple(self._split(real)))
 
@@ -362,7 +421,9 @@ class FilesystemBackend(BackendProtocol):
     def _split(path: str) -> list[str]:
         return [part for part in path.split("/") if part]
 
-    def _virtual_target(self, path: str | None, directory: bool, new_file: bool) -> _Target | str:
+    def _virtual_target(
+        self, path: str | None, directory: bool, new_file: bool
+    ) -> _Target | BackendError:
         try:
             # A directory is normalised without its trailing `/` (the root stays `/`).
             if directory:
@@ -372,7 +433,7 @@ class FilesystemBackend(BackendProtocol):
             else:
                 virtual = normalize_path(path or "")
         except PathError as error:
-            return str(error)
+            return invalid_path(path, error)
         named = (
             os.path.join(self.root_dir, virtual.lstrip("/")) if virtual != "/" else self.root_dir
         )
@@ -408,7 +469,7 @@ class FilesystemBackend(BackendProtocol):
         at the time of the call; the operation itself resolves the path again, safely.
         """
         target = self._target(path)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return None
         try:
             real = os.path.realpath(target.named)
@@ -446,45 +507,34 @@ class FilesystemBackend(BackendProtocol):
 
     # ------------------------------------------------------------------ reading
 
-    def _read_error(
-        self, shown: str, failure: Exception, limit: int, action: str, advice: str
-    ) -> str:
-        """The message for a failed read (resolution included)."""
+    @staticmethod
+    def _read_error(shown: str, failure: Exception, limit: int) -> BackendError:
+        """The typed error for a failed read (resolution included)."""
         if isinstance(failure, Escape):
-            return self._outside_error(shown)
+            return _outside(shown)
         if isinstance(failure, _NotRegular):
             if failure.is_dir:
-                return f"Error: '{shown}' is a directory. Use ls to see what it holds."
-            return f"Error: '{shown}' is not a regular file and cannot be {action}."
+                return BackendError(ErrorKind.IS_DIRECTORY, shown)
+            return BackendError(ErrorKind.INVALID, shown, "is not a regular file")
         if isinstance(failure, _TooLarge):
-            return (
-                f"Error: '{shown}' is {failure.size:,} bytes, over the {limit:,}-byte limit "
-                f"{advice}"
-            )
-        if isinstance(failure, FileNotFoundError | NotADirectoryError):
-            return f"Error: File '{shown}' not found"
-        if isinstance(failure, PermissionError):
-            return (
-                f"Error: permission denied reading '{shown}'. The file's permissions do not "
-                "allow it; use another file or ask the user to change them."
-            )
+            return BackendError(ErrorKind.TOO_LARGE, shown, count=failure.size, limit=limit)
         assert isinstance(failure, OSError)
-        return f"Error: could not read '{shown}': {_reason(failure)}."
+        return _os_error(shown, failure)
 
     def _read_target(
-        self, target: _Target, limit: int, action: str, advice: str
-    ) -> tuple[bytes, os.stat_result] | str:
-        """The bytes and status of a target's file; failures become error messages."""
+        self, target: _Target, limit: int
+    ) -> tuple[bytes, os.stat_result] | BackendError:
+        """The bytes and status of a target's file, or the typed error."""
         try:
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 return _read_regular(dir_fd, name, limit)
         except (Escape, OSError, _NotRegular, _TooLarge) as failure:
-            return self._read_error(target.shown, failure, limit, action, advice)
+            return self._read_error(target.shown, failure, limit)
 
     def ls(self, path: str) -> LsResult:
         """List the files and directories directly under `path` (a file lists itself)."""
         target = self._target(path, directory=True)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return LsResult(error=target)
         try:
             with self._at(target.parts, follow=True) as (dir_fd, name):
@@ -501,18 +551,9 @@ class FilesystemBackend(BackendProtocol):
                 finally:
                     os.close(listing)
         except Escape:
-            return LsResult(error=self._outside_error(target.shown))
-        except (FileNotFoundError, NotADirectoryError):
-            return LsResult(error=f"Error: directory '{target.shown}' not found.")
-        except PermissionError:
-            return LsResult(
-                error=(
-                    f"Error: permission denied listing '{target.shown}'. Its permissions do "
-                    "not allow it; list another directory."
-                )
-            )
+            return LsResult(error=_outside(target.shown))
         except OSError as error:
-            return LsResult(error=f"Error: could not list '{target.shown}': {_reason(error)}.")
+            return LsResult(error=_os_error(target.shown, error))
         entries: list[FileInfo] = []
         for entry, st in children:
             if st is None or _TEMP_NAME.fullmatch(entry.name):
@@ -526,24 +567,24 @@ class FilesystemBackend(BackendProtocol):
         return LsResult(entries=entries)
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """The whole file as `FileData` (`offset`/`limit` are paging hints for the tool)."""
+        """`limit` lines of the file from the 0-based line `offset`, with the window fields
+        (`total_lines`, `start_line`, `end_line`, `next_offset`; see `ReadResult`).
+
+        A binary file (or one that is not valid UTF-8) comes back whole. Files over
+        `max_file_size_mb` are refused (`TOO_LARGE`) whatever the window.
+        """
         target = self._target(file_path)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return ReadResult(error=target)
-        outcome = self._read_target(
-            target,
-            self.max_file_size_bytes,
-            "read",
-            "for reading a file. Use grep to find the lines you need in it.",
-        )
-        if isinstance(outcome, str):
+        outcome = self._read_target(target, self.max_file_size_bytes)
+        if isinstance(outcome, BackendError):
             return ReadResult(error=outcome)
-        return ReadResult(file_data=create_file_data(outcome[0]))
+        return read_window(create_file_data(outcome[0]), offset, limit, target.shown)
 
     # ------------------------------------------------------------------ searching
 
     def _walk(
-        self, top_fd: int, top: _Target
+        self, top_fd: int, top: _Target, *, searching: bool = False
     ) -> Iterator[tuple[str, str, os.stat_result, int, str]]:
         """Regular files under the directory `top_fd` (which is `top`), unsorted.
 
@@ -551,7 +592,8 @@ class FilesystemBackend(BackendProtocol):
         until the next item. Subdirectories are opened from their parent's fd with
         `O_NOFOLLOW`, so a directory swapped for a link is skipped, not followed; symlinked
         directories are never entered; linked files are resolved beneath the root (those
-        leading out are skipped); unreadable directories are passed over.
+        leading out are skipped); unreadable directories are passed over. `searching`
+        (for `grep`, as ripgrep does) leaves out `.git` directories and every symlink.
         """
         frames: list[tuple[int, str, list[str], Iterator[os.DirEntry[str]]]] = []
         try:
@@ -568,12 +610,13 @@ class FilesystemBackend(BackendProtocol):
                     if dir_fd != top_fd:
                         os.close(dir_fd)
                     continue
-                if _TEMP_NAME.fullmatch(entry.name):
+                if _TEMP_NAME.fullmatch(entry.name) or (searching and entry.name == _GIT_DIR):
                     continue
                 rel = relative + _show(entry.name)
                 try:
                     if entry.is_symlink():
-                        yield from self._walk_link(top.prefix + rel, rel, [*parts, entry.name])
+                        if not searching:
+                            yield from self._walk_link(top.prefix + rel, rel, [*parts, entry.name])
                     elif entry.is_dir(follow_symlinks=False):
                         child = os.open(entry.name, _READ_DIR | _O_NOFOLLOW, dir_fd=dir_fd)
                         try:
@@ -607,14 +650,16 @@ class FilesystemBackend(BackendProtocol):
         except Escape:
             return
 
-    def glob(self, pattern: str, path: str = "/") -> GlobResult:
-        """Files under `path` whose path relative to it matches `pattern`, sorted by path."""
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Files under `path` (`None`: the root) whose path relative to it matches
+        `pattern`, sorted by path."""
         target = self._target(path, directory=True)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return GlobResult(error=target)
         matches: list[FileInfo] = []
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
+            glob_matches(pattern, "")  # an unusable pattern is refused even in an empty tree
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 if not stat.S_ISDIR(_stat_at(dir_fd, name).st_mode):
                     return GlobResult(matches=[])
@@ -626,27 +671,44 @@ class FilesystemBackend(BackendProtocol):
                 finally:
                     os.close(top)
         except GlobError as error:
-            return GlobResult(error=str(error))
+            return GlobResult(error=pattern_error(pattern, error))
         except Escape:
-            return GlobResult(error=self._outside_error(target.shown))
-        except OSError:
-            return GlobResult(error=f"Error: directory '{target.shown}' not found.")
+            return GlobResult(error=_outside(target.shown))
+        except OSError as error:
+            return GlobResult(error=_os_error(target.shown, error))
         matches.sort(key=lambda info: info["path"])
         return GlobResult(matches=matches)
 
-    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
         """Lines containing the literal `pattern` in files under `path` matching `glob`.
 
-        Binary files are passed over; files over `MAX_EDIT_BYTES` are listed in `skipped`.
+        Matches are in path, then line order. At most `max_count` are returned (`None`: all;
+        `truncated` says some were left out). `context_lines=N` gives each match up to `N`
+        neighbouring lines on each side (`context_before`/`context_after`). Binary files
+        are passed over; files over `MAX_EDIT_BYTES` are listed in `skipped`.
         """
         target = self._target(path, directory=True)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return GrepResult(error=target)
+        for name, value in (("max_count", max_count), ("context_lines", context_lines)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                return GrepResult(
+                    error=BackendError(ErrorKind.INVALID, detail=f"{name} must be an int >= 0")
+                )
         if glob:
             try:
                 glob_matches(glob, "")
             except GlobError as error:
-                return GrepResult(error=str(error))
+                return GrepResult(error=pattern_error(glob, error))
         found: list[tuple[str, list[GrepMatch] | None]] = []
         """`(shown path, matches)`; `None` matches: skipped as too large."""
 
@@ -660,7 +722,8 @@ class FilesystemBackend(BackendProtocol):
                 return  # unreadable, vanished or not a regular file: nothing to search
             view = text_view(create_file_data(raw))
             if view.text is not None:
-                found.append((shown, grep_lines(shown, view.text, pattern)))
+                lines = grep_lines(shown, view.text, pattern, context_lines=context_lines)
+                found.append((shown, lines))
 
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
@@ -668,36 +731,141 @@ class FilesystemBackend(BackendProtocol):
                 if stat.S_ISDIR(_stat_at(dir_fd, name).st_mode):
                     top = _open_listing(dir_fd, name)
                     try:
-                        for shown, relative, _, file_dir, file_name in self._walk(top, target):
-                            if not glob or glob_matches(glob, relative, budget):
-                                search(shown, file_dir, file_name)
+                        self._search_tree(top, target, pattern, glob, budget, search)
                     finally:
                         os.close(top)
                 else:
                     search(target.shown, dir_fd, name)
         except GlobError as error:
-            return GrepResult(error=str(error))
+            return GrepResult(error=pattern_error(glob, error))
         except Escape:
-            return GrepResult(error=self._outside_error(target.shown))
-        except (FileNotFoundError, NotADirectoryError):
-            return GrepResult(error=f"Error: path '{target.shown}' not found.")
+            return GrepResult(error=_outside(target.shown))
         except OSError as error:
-            return GrepResult(error=f"Error: could not search '{target.shown}': {_reason(error)}.")
+            return GrepResult(error=_os_error(target.shown, error))
         found.sort(key=lambda item: item[0])
         matches = [match for _, lines in found if lines for match in lines]
         skipped = [shown for shown, lines in found if lines is None]
-        return GrepResult(matches=matches, skipped=skipped or None)
+        truncated = max_count is not None and len(matches) > max_count
+        if truncated:
+            matches = matches[:max_count]
+        return GrepResult(matches=matches, truncated=truncated, skipped=skipped or None)
+
+    def _search_tree(
+        self,
+        top_fd: int,
+        top: _Target,
+        pattern: str,
+        glob: str | None,
+        budget: GlobBudget,
+        search: Callable[[str, int, str | None], None],
+    ) -> None:
+        """Call `search(shown, dir_fd, name)` for each file under `top` that may hold
+        `pattern` and matches `glob`: the files ripgrep lists, or every file walked."""
+        listed = self._ripgrep_files(top_fd, pattern)
+        if listed is None:
+            for shown, relative, _, file_dir, file_name in self._walk(
+                top_fd, top, searching=True
+            ):
+                if not glob or glob_matches(glob, relative, budget):
+                    search(shown, file_dir, file_name)
+            return
+        for relative in listed:
+            parts = relative.split("/")
+            if _TEMP_NAME.fullmatch(parts[-1]) or _GIT_DIR in parts:
+                continue
+            shown_relative = _show(relative)
+            if glob and not glob_matches(glob, shown_relative, budget):
+                continue
+            # Read it as the walk would: resolved beneath the root again (ripgrep only
+            # chose the file), a regular file opened without following a link.
+            try:
+                with self._at([*top.parts, *parts], follow=False) as (dir_fd, name):
+                    if name is None:
+                        continue
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        search(top.prefix + shown_relative, dir_fd, name)
+            except (Escape, OSError):
+                continue
+
+    def _ripgrep_files(self, top_fd: int, pattern: str) -> list[str] | None:
+        """The files under the directory `top_fd` that contain `pattern`, relative to it, as
+        ripgrep finds them; `None` when ripgrep is not to be used or failed (then the
+        caller walks the tree itself).
+
+        ripgrep gets an argv (no shell), the pattern after `--` as a fixed string, no
+        config file and no environment, and the directory as `/proc/self/fd/N` (the fd this
+        backend opened beneath the root) for its working directory, so it starts inside the
+        root whatever happens to the path meanwhile. It follows no symlinks (its default).
+        Its paths are only candidates: the caller resolves each beneath the root again.
+        """
+        if (
+            self.ripgrep is None
+            or any(char in pattern for char in _RG_UNSAFE)
+            or _unicode_error(pattern) is not None
+            or not os.path.isdir(f"/proc/self/fd/{top_fd}")
+        ):
+            return None
+        argv = [
+            self.ripgrep,
+            "--files-with-matches",
+            "--null",
+            "--fixed-strings",
+            "--no-config",
+            "--hidden",  # dotfiles are searched, as in the Python walk
+            "--no-require-git",  # .gitignore applies in any directory
+            "--no-ignore-global",  # not the user's global git excludes
+            "--no-ignore-parent",  # nothing above the searched directory (outside the root)
+            "--binary",  # search past NUL bytes: the caller decides what is binary
+            "--encoding",
+            "none",  # raw bytes, no transcoding: a superset of what the caller finds
+            "--no-messages",
+            "--glob",
+            f"!{_GIT_DIR}",
+            "--",
+            pattern,
+            ".",
+        ]
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=f"/proc/self/fd/{top_fd}",
+                pass_fds=(top_fd,),
+                env={},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_RG_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            logger.warning("ripgrep failed (%s); searching in Python instead", error)
+            return None
+        if done.returncode not in (0, 1) and not done.stdout:
+            logger.warning(
+                "ripgrep exited with %d (%s); searching in Python instead",
+                done.returncode,
+                done.stderr.decode("utf-8", "replace").strip()[:200],
+            )
+            return None
+        listed = []
+        for raw in done.stdout.split(b"\0"):
+            if raw:
+                relative = os.fsdecode(raw)
+                listed.append(relative[2:] if relative.startswith("./") else relative)
+        return listed
 
     # ------------------------------------------------------------------ writing
 
     @staticmethod
-    def _encode(content: str, what: str) -> bytes | str:
+    def _encode(content: str, what: str, shown: str) -> bytes | BackendError:
+        """`content` as UTF-8, or `INVALID` when it holds lone surrogates (or is not text)."""
+        if not isinstance(content, str):
+            return BackendError(ErrorKind.INVALID, shown, f"the {what} is not text")
         try:
             return content.encode("utf-8")
         except UnicodeEncodeError:
-            return (
-                f"Error: the {what} is not valid Unicode (it holds a lone surrogate "
-                "character). Send plain UTF-8 text."
+            return BackendError(
+                ErrorKind.INVALID, shown, f"the {what} is not valid Unicode (a lone surrogate)"
             )
 
     @staticmethod
@@ -743,136 +911,94 @@ class FilesystemBackend(BackendProtocol):
         finally:
             os.close(listing)
 
-    def _exists_error(self, shown: str) -> str:
-        return (
-            f"Error: '{shown}' already exists. Use edit_file to change it, or write to a new path."
-        )
-
-    def _parent_is_file_error(self, shown: str) -> str:
-        return (
-            f"Error: cannot create '{shown}': a parent path is a file, not a directory. "
-            "Choose another path."
-        )
-
     def write(self, file_path: str, content: str) -> WriteResult:
-        """Create a new file (and missing parent directories); an existing file is an error."""
+        """Write the file, creating it (and missing parent directories) or replacing the
+        content of an existing one, atomically."""
         target = self._target(file_path, new_file=True)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return WriteResult(error=target)
-        if self.virtual_mode and target.shown == "/":
-            return WriteResult(error="Error: '/' is the root directory, not a file path.")
-        data = self._encode(content, "content")
-        if isinstance(data, str):
+        data = self._encode(content, "content", target.shown)
+        if isinstance(data, BackendError):
             return WriteResult(error=data)
         if len(data) > MAX_EDIT_BYTES:
             return WriteResult(
-                error=(
-                    f"Error: the content is {len(data):,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-                    "limit for one file. Split it into several smaller files."
+                error=BackendError(
+                    ErrorKind.TOO_LARGE, target.shown, count=len(data), limit=MAX_EDIT_BYTES
                 )
             )
-        # Refuse what is there already, even when reached through a link: a directory, a
-        # file, or a link leading out of the root. This only refuses; the write below
-        # resolves again and cannot write through anything that appears meanwhile.
-        try:
-            with self._at(target.parts, follow=True) as (dir_fd, name):
-                st = _stat_at(dir_fd, name)
-            if stat.S_ISDIR(st.st_mode):
-                return WriteResult(
-                    error=(
-                        f"Error: '{target.shown}' is a directory. Write to a file path inside "
-                        "it instead."
-                    )
-                )
-            return WriteResult(error=self._exists_error(target.shown))
-        except Escape:
-            return WriteResult(error=self._outside_error(target.shown))
-        except OSError:
-            pass  # missing (the usual case), or a parent is a file: found out below
-        try:
-            with self._at(target.parts, follow=False, create=True) as (dir_fd, name):
-                if name is None:
-                    return WriteResult(error=self._exists_error(target.shown))
-                published = self._publish_new(dir_fd, name, data)
-        except Escape:
-            return WriteResult(error=self._outside_error(target.shown))
-        except (FileExistsError, NotADirectoryError):
-            return WriteResult(error=self._parent_is_file_error(target.shown))
-        except OSError as error:
-            return WriteResult(error=self._write_error(target.shown, error))
-        if not published:
-            return WriteResult(error=self._exists_error(target.shown))
+        error = self._put(target, data)
+        if error is not None:
+            return WriteResult(error=error)
         return WriteResult(path=target.shown, files_update=None)
 
-    def _write_error(self, shown: str, error: OSError) -> str:
-        if isinstance(error, PermissionError):
-            return (
-                f"Error: permission denied writing '{shown}'. The directory's permissions do "
-                "not allow it; write somewhere else."
-            )
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
-            return f"Error: could not write '{shown}': the disk is full. Nothing was written."
-        return f"Error: could not write '{shown}': {_reason(error)}. Nothing was written."
+    def _put(
+        self, target: _Target, data: bytes, *, mode: int = 0o666, keep_mode: bool = True
+    ) -> BackendError | None:
+        """Write `data` to `target`, replacing a file there, atomically; the error or None.
 
-    def _publish_new(self, dir_fd: int, name: str, data: bytes) -> bool:
-        """Atomically create `name` in the directory `dir_fd` holding `data`; `False` if it
-        already exists.
-
-        Raises `OSError`; the temporary file is removed whatever happens.
+        Missing parent directories are made; a last link inside the root is written through
+        (its target is replaced), as `edit` does. A new file gets `mode` (less the umask);
+        an existing one keeps its permission bits when `keep_mode`. A directory is never
+        replaced (`IS_DIRECTORY`, also when one appears at the last moment: `rename(2)`
+        refuses to put a file over a directory).
         """
-        fd, temp = self._temp_file(dir_fd)
-        pending: str | None = temp
+        if target.shown == "/" or target.named == self.root_dir:
+            return BackendError(ErrorKind.IS_DIRECTORY, target.shown)
         try:
-            try:
-                _write_all(fd, data)
-                self._own(fd)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-            except FileExistsError:
-                return False
-            except OSError as error:
-                if error.errno not in _LINK_UNSUPPORTED:
-                    raise
+            with self._at(target.parts, follow=True, create=True) as (dir_fd, name):
+                if name is None:
+                    return BackendError(ErrorKind.IS_DIRECTORY, target.shown)
+                old: int | None = None
+                with contextlib.suppress(FileNotFoundError):
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        return BackendError(ErrorKind.IS_DIRECTORY, target.shown)
+                    old = stat.S_IMODE(st.st_mode)
+                fd, temp = self._temp_file(dir_fd, mode)
+                pending: str | None = temp
                 try:
-                    os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    return False
-                except FileNotFoundError:
-                    pass
-                os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                pending = None
-            _fsync_dir(dir_fd)
-            self._sweep_stale_temps(dir_fd)
-            return True
-        finally:
-            _unlink_at(dir_fd, pending)
+                    try:
+                        _write_all(fd, data)
+                        if keep_mode and old is not None:
+                            os.fchmod(fd, old)
+                        self._own(fd)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                    pending = None
+                    _fsync_dir(dir_fd)
+                    self._sweep_stale_temps(dir_fd)
+                finally:
+                    _unlink_at(dir_fd, pending)
+        except Escape:
+            return _outside(target.shown)
+        except FileExistsError:  # a parent to make is a file
+            return BackendError(ErrorKind.NOT_A_DIRECTORY, target.shown)
+        except OSError as error:
+            return _os_error(target.shown, error, not_a_dir=ErrorKind.NOT_A_DIRECTORY)
+        return None
 
     def edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
         """Replace `old_string` (unique unless `replace_all`) and save the file atomically."""
         target = self._target(file_path)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return EditResult(error=target)
-        advice = "for editing in place."
         try:
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 try:
                     raw, before = _read_regular(dir_fd, name, MAX_EDIT_BYTES)
                 except (OSError, _NotRegular, _TooLarge) as failure:
-                    message = self._read_error(
-                        target.shown, failure, MAX_EDIT_BYTES, "edited", advice
-                    )
-                    return EditResult(error=message)
+                    error = self._read_error(target.shown, failure, MAX_EDIT_BYTES)
+                    return EditResult(error=error)
                 assert name is not None
                 return self._edit_at(
                     target.shown, dir_fd, name, raw, before, old_string, new_string, replace_all
                 )
         except (Escape, OSError) as failure:
-            message = self._read_error(target.shown, failure, MAX_EDIT_BYTES, "edited", advice)
-            return EditResult(error=message)
+            return EditResult(error=self._read_error(target.shown, failure, MAX_EDIT_BYTES))
 
     def _edit_at(
         self,
@@ -887,45 +1013,37 @@ class FilesystemBackend(BackendProtocol):
     ) -> EditResult:
         view = text_view(create_file_data(raw))
         if view.text is None:
-            return EditResult(error=f"Error: '{shown}' is a binary file and cannot be edited.")
+            return EditResult(error=BackendError(ErrorKind.BINARY, shown))
         if view.lossy:
-            return EditResult(
-                error=(
-                    f"Error: '{shown}' is not valid UTF-8 text; editing it would corrupt "
-                    "the bytes that cannot be decoded."
-                )
-            )
+            # Editing would turn the bytes that cannot be decoded into U+FFFD.
+            return EditResult(error=BackendError(ErrorKind.BINARY, shown, "not valid UTF-8"))
+        for what, value in (("old_string", old_string), ("new_string", new_string)):
+            if isinstance(failure := self._encode(value, what, shown), BackendError):
+                return EditResult(error=failure)
         result = apply_edit(shown, view.text, old_string, new_string, replace_all)
         if isinstance(result, EditResult):
             return result
         new_text, occurrences = result
-        data = self._encode(new_text, "new_string")
-        if isinstance(data, str):
-            return EditResult(error=data)
+        data = new_text.encode("utf-8")
         if len(data) > MAX_EDIT_BYTES:
             return EditResult(
-                error=(
-                    f"Error: this edit would make '{shown}' {len(data):,} bytes, over "
-                    f"the {MAX_EDIT_BYTES:,}-byte limit for one file. Split the content into "
-                    "several files."
+                error=BackendError(
+                    ErrorKind.TOO_LARGE, shown, count=len(data), limit=MAX_EDIT_BYTES
                 )
             )
         try:
-            error = self._replace(dir_fd, name, data, before, shown)
+            changed = self._replace(dir_fd, name, data, before)
         except OSError as failure:
-            return EditResult(error=self._write_error(shown, failure))
-        if error:
-            return EditResult(error=error)
+            return EditResult(error=_os_error(shown, failure))
+        if changed:
+            return EditResult(error=BackendError(ErrorKind.CHANGED, shown))
         return EditResult(path=shown, files_update=None, occurrences=occurrences)
 
-    def _replace(
-        self, dir_fd: int, name: str, data: bytes, before: os.stat_result, shown: str
-    ) -> str | None:
-        """Atomically replace `name` in `dir_fd` with `data`, keeping its mode; an error
-        message or None.
+    def _replace(self, dir_fd: int, name: str, data: bytes, before: os.stat_result) -> bool:
+        """Atomically replace `name` in `dir_fd` with `data`, keeping its mode; `True` when
+        it was not replaced because the file changed on disk since it was read.
 
-        Refuses when the file changed on disk since it was read. Raises `OSError`; the
-        temporary file is removed whatever happens.
+        Raises `OSError`; the temporary file is removed whatever happens.
         """
         fd, temp = self._temp_file(dir_fd, 0o600)
         pending: str | None = temp
@@ -943,123 +1061,104 @@ class FilesystemBackend(BackendProtocol):
                 before.st_size,
                 before.st_mtime_ns,
             ):
-                return (
-                    f"Error: '{shown}' changed on disk while it was being edited. Read it "
-                    "again and redo the edit."
-                )
+                return True
             os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             pending = None
             _fsync_dir(dir_fd)
             self._sweep_stale_temps(dir_fd)
-            return None
+            return False
         finally:
             _unlink_at(dir_fd, pending)
 
     def delete(self, file_path: str) -> DeleteResult:
-        """Remove one file, or a symlink itself (directories are not removed)."""
+        """Remove a file, a symlink itself, or a directory with everything under it.
+
+        A directory is removed through directory descriptors (`shutil.rmtree` with
+        `dir_fd`), which never follows a symlink met inside it: a link is removed, not what
+        it leads to. The root (`/`) cannot be deleted (`INVALID`).
+        """
         target = self._target(file_path)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return DeleteResult(error=target)
-        if self.virtual_mode and target.shown == "/":
-            return DeleteResult(error="Error: '/' is the root directory, not a file path.")
-        is_dir = (
-            f"Error: '{target.shown}' is a directory. Delete the files in it one by one."
-        )
-        try:  # refuse a directory, or a link leading out of the root (refusing only)
-            with self._at(target.parts, follow=True) as (dir_fd, name):
-                if stat.S_ISDIR(_stat_at(dir_fd, name).st_mode):
-                    return DeleteResult(error=is_dir)
+        if target.shown == "/" or target.named == self.root_dir:
+            return DeleteResult(
+                error=BackendError(ErrorKind.INVALID, target.shown, "is the root directory")
+            )
+        try:  # refuse a link leading out of the root, even though only the link would go
+            with self._at(target.parts, follow=True):
+                pass
         except Escape:
-            return DeleteResult(error=self._outside_error(target.shown))
+            return DeleteResult(error=_outside(target.shown))
         except OSError:
-            pass  # missing, or a dangling link: the unlink below says which
+            pass  # missing, or a dangling link: found out below
         try:
             with self._at(target.parts, follow=False) as (dir_fd, name):
                 if name is None:
-                    return DeleteResult(error=is_dir)
-                os.unlink(name, dir_fd=dir_fd)  # unlinkat never removes a directory
+                    return DeleteResult(
+                        error=BackendError(ErrorKind.INVALID, target.shown, "names a directory")
+                    )
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    shutil.rmtree(name, dir_fd=dir_fd)
+                else:
+                    os.unlink(name, dir_fd=dir_fd)  # unlinkat never removes a directory
         except Escape:
-            return DeleteResult(error=self._outside_error(target.shown))
-        except IsADirectoryError:
-            return DeleteResult(error=is_dir)
-        except (FileNotFoundError, NotADirectoryError):
-            return DeleteResult(error=f"Error: File '{target.shown}' not found")
-        except PermissionError:
-            return DeleteResult(
-                error=(
-                    f"Error: permission denied deleting '{target.shown}'. The directory's "
-                    "permissions do not allow it."
-                )
-            )
+            return DeleteResult(error=_outside(target.shown))
         except OSError as error:
-            return DeleteResult(
-                error=f"Error: could not delete '{target.shown}': {_reason(error)}."
-            )
+            return DeleteResult(error=_os_error(target.shown, error))
         return DeleteResult(path=target.shown, files_update=None)
 
     # ------------------------------------------------------------------ file transfer
-    # Shared by the backends that offer `upload_files`/`download_files`.
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Write each `(path, bytes)`, replacing existing files, resolving paths like the file
+        tools; one response per file, in order.
+
+        Each file is written atomically (as `write` does, any size); failures are reported
+        per file as an `ErrorKind` (`file_not_found`, `permission_denied`, `is_directory`,
+        `invalid_path`, or another kind such as `outside_root`), never raised.
+        """
+        return [self._upload_one(path, content) for path, content in files]
+
+    def _upload_one(
+        self, path: str, content: bytes, *, mode: int = 0o666, keep_mode: bool = True
+    ) -> FileUploadResponse:
+        if not isinstance(content, bytes | bytearray | memoryview):
+            return FileUploadResponse(path, error=ErrorKind.INVALID)
+        error = self._upload_bytes(path, bytes(content), mode=mode, keep_mode=keep_mode)
+        return FileUploadResponse(path, error=None if error is None else error.kind)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Read each path's bytes (at most `max_file_size_mb`), resolving paths like the
+        file tools; one response per path, in order, failures as in `upload_files`."""
+        return [self._download_one(path, self.max_file_size_bytes) for path in paths]
+
+    def _download_one(self, path: str, limit: int) -> FileDownloadResponse:
+        outcome = self._download_bytes(path, limit)
+        if isinstance(outcome, BackendError):
+            return FileDownloadResponse(path, error=outcome.kind)
+        return FileDownloadResponse(path, content=outcome)
 
     def _upload_bytes(
         self, path: str, content: bytes, *, mode: int = 0o666, keep_mode: bool = True
-    ) -> str | None:
-        """Write `content` to `path`, replacing a file there (atomically); an error or None.
+    ) -> BackendError | None:
+        """Write `content` to `path`, replacing a file there (atomically); the error or None.
 
-        Missing parent directories are made; a last link inside the root is written
-        through (its target is replaced), as `edit` does. A new file gets `mode` (less the
-        umask); an existing one keeps its permission bits when `keep_mode`.
+        See `_put`; unlike `write`, there is no size limit.
         """
         target = self._target(path, new_file=True)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return target
-        if target.shown == "/" or target.named == self.root_dir:
-            return f"Error: '{target.shown}' is a directory."
-        try:
-            with self._at(target.parts, follow=True, create=True) as (dir_fd, name):
-                if name is None:
-                    return f"Error: '{target.shown}' is a directory."
-                old: int | None = None
-                with contextlib.suppress(FileNotFoundError):
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    if stat.S_ISDIR(st.st_mode):
-                        return f"Error: '{target.shown}' is a directory."
-                    old = stat.S_IMODE(st.st_mode)
-                fd, temp = self._temp_file(dir_fd, mode)
-                pending: str | None = temp
-                try:
-                    try:
-                        _write_all(fd, bytes(content))
-                        if keep_mode and old is not None:
-                            os.fchmod(fd, old)
-                        self._own(fd)
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                    os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                    pending = None
-                    _fsync_dir(dir_fd)
-                    self._sweep_stale_temps(dir_fd)
-                finally:
-                    _unlink_at(dir_fd, pending)
-        except Escape:
-            return self._outside_error(target.shown)
-        except (FileExistsError, NotADirectoryError):
-            return self._parent_is_file_error(target.shown)
-        except OSError as error:
-            return self._write_error(target.shown, error)
-        return None
+        return self._put(target, bytes(content), mode=mode, keep_mode=keep_mode)
 
-    def _download_bytes(self, path: str, limit: int, advice: str) -> bytes | str:
-        """The bytes of the file at `path` (at most `limit`), or an error message."""
+    def _download_bytes(self, path: str, limit: int) -> bytes | BackendError:
+        """The bytes of the file at `path` (at most `limit`), or the typed error."""
         target = self._target(path)
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             return target
-        outcome = self._read_target(target, limit, "downloaded", advice)
-        return outcome if isinstance(outcome, str) else outcome[0]
+        outcome = self._read_target(target, limit)
+        return outcome if isinstance(outcome, BackendError) else outcome[0]
 
     # ------------------------------------------------------------------ async
-    # `als` ... `aedit` are `BackendProtocol`'s: the sync method in a worker thread, so a
+    # `als` ... `adelete` are `BackendProtocol`'s: the sync method in a worker thread, so a
     # subclass that overrides a sync method is honoured in async runs too.
-
-    async def adelete(self, file_path: str) -> DeleteResult:
-        return await asyncio.to_thread(self.delete, file_path)

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from langgraph._internal._constants import CONFIG_KEY_READ
+from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
 from langgraph.config import get_config
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
+from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,
+    FileDownloadResponse,
     FileInfo,
+    FileUploadResponse,
     GlobResult,
-    GrepMatch,
     GrepResult,
     LsResult,
     ReadResult,
@@ -24,15 +26,26 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
-    apply_edit,
     create_file_data,
-    grep_lines,
+    edit_text,
+    file_bytes,
+    grep_files,
+    invalid_path,
+    pattern_error,
+    read_window,
     text_view,
     update_file_data,
 )
-from fathom.state import FileData
+from fathom.state import FileData, FilesUpdate
 
-__all__ = ["StateBackend", "file_info"]
+__all__ = [
+    "StateBackend",
+    "UploadResults",
+    "download_from",
+    "file_info",
+    "files_under",
+    "plan_uploads",
+]
 
 
 def file_info(path: str, data: FileData) -> FileInfo:
@@ -110,7 +123,7 @@ class StateBackend(BackendBase):
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return LsResult(error=str(error))
+            return LsResult(error=invalid_path(path, error))
         files = self.files
         exact = directory.rstrip("/")
         if exact in files:
@@ -126,22 +139,21 @@ class StateBackend(BackendBase):
             else:
                 entries[file_path] = file_info(file_path, data)
         if not entries and directory != "/":
-            return LsResult(error=f"Error: directory '{exact}' not found.")
+            return LsResult(error=BackendError(ErrorKind.NOT_FOUND, exact))
         return LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """`limit` lines from the 0-based line `offset` (see `ReadResult`)."""
         try:
             path = normalize_path(file_path)
         except PathError as error:
-            return ReadResult(error=str(error))
+            return ReadResult(error=invalid_path(file_path, error))
         data = self.files.get(path)
         if data is None:
-            if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
-                return ReadResult(
-                    error=f"Error: '{path}' is a directory. Use ls to see what it holds."
-                )
-            return ReadResult(error=f"Error: File '{path}' not found")
-        return ReadResult(file_data=data)
+            if path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+                return ReadResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
+            return ReadResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+        return read_window(data, offset, limit, path)
 
     def _under(self, directory: str) -> list[tuple[str, FileData]]:
         return sorted(
@@ -150,40 +162,26 @@ class StateBackend(BackendBase):
             if path.startswith(directory) or path == directory.rstrip("/")
         )
 
-    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return GrepResult(error=str(error))
-        matches: list[GrepMatch] = []
-        skipped: list[str] = []
-        budget = GlobBudget()  # bounds the matching work of this whole search
-        try:
-            if glob:
-                glob_matches(glob, "", budget)  # refuse a bad pattern even with no files
-        except GlobError as error:
-            return GrepResult(error=str(error))
-        for file_path, data in self._under(directory):
-            relative = file_path[len(directory) :] if file_path.startswith(directory) else ""
-            try:
-                if glob and relative and not glob_matches(glob, relative, budget):
-                    continue
-            except GlobError as error:
-                return GrepResult(error=str(error))
-            view = text_view(data)
-            if view.text is None:
-                continue
-            if view.size > MAX_EDIT_BYTES:
-                skipped.append(file_path)
-                continue
-            matches.extend(grep_lines(file_path, view.text, pattern))
-        return GrepResult(matches=matches, skipped=skipped or None)
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
+        """Lines containing the literal `pattern` (see `BackendProtocol.grep`); with
+        `context_lines=N` each match carries N lines of context on each side."""
+        return grep_files(
+            self._under, pattern, path, glob, max_count=max_count, context_lines=context_lines
+        )
 
-    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return GlobResult(error=str(error))
+            return GlobResult(error=invalid_path(path, error))
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
             glob_matches(pattern, "", budget)  # refuse a bad pattern even with no files
@@ -196,35 +194,31 @@ class StateBackend(BackendBase):
                 ]
             )
         except GlobError as error:
-            return GlobResult(error=str(error))
+            return GlobResult(error=pattern_error(pattern, error))
 
     def write(self, file_path: str, content: str) -> WriteResult:
+        """Create the file, or replace the content of an existing one (keeping its
+        creation time)."""
         try:
             path = normalize_file_path(file_path)
         except PathError as error:
-            return WriteResult(error=str(error))
-        if path == "/":
-            return WriteResult(error="Error: '/' is the root directory, not a file path.")
-        if any(p.startswith(path + "/") for p in self.files):
-            return WriteResult(
-                error=f"Error: '{path}' is a directory. Write to a file path inside it instead."
-            )
-        if path in self.files:
-            return WriteResult(
-                error=(
-                    f"Error: '{path}' already exists. Use edit_file to change it, "
-                    "or write to a new path."
-                )
-            )
+            return WriteResult(error=invalid_path(file_path, error))
+        if path == "/" or any(p.startswith(path + "/") for p in self.files):
+            return WriteResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
+        parents = [path[:i] for i in range(1, len(path)) if path[i] == "/"]
+        blocking = next((parent for parent in parents if parent in self.files), None)
+        if blocking is not None:
+            return WriteResult(error=BackendError(ErrorKind.NOT_A_DIRECTORY, blocking))
         size = len(content.encode("utf-8", "replace"))
         if size > MAX_EDIT_BYTES:
             return WriteResult(
-                error=(
-                    f"Error: the content is {size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-                    "limit for one file. Split it into several smaller files."
-                )
+                error=BackendError(ErrorKind.TOO_LARGE, path, count=size, limit=MAX_EDIT_BYTES)
             )
-        return WriteResult(path=path, files_update={path: create_file_data(content)})
+        previous = self.files.get(path)
+        created_at = previous.get("created_at") if previous else None
+        return WriteResult(
+            path=path, files_update={path: create_file_data(content, created_at=created_at)}
+        )
 
     def edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
@@ -232,40 +226,16 @@ class StateBackend(BackendBase):
         try:
             path = normalize_path(file_path)
         except PathError as error:
-            return EditResult(error=str(error))
+            return EditResult(error=invalid_path(file_path, error))
         data = self.files.get(path)
         if data is None:
-            return EditResult(error=f"Error: File '{path}' not found")
-        view = text_view(data)
-        if view.text is None:
-            return EditResult(error=f"Error: '{path}' is a binary file and cannot be edited.")
-        if view.lossy:
-            return EditResult(
-                error=(
-                    f"Error: '{path}' is not valid UTF-8 text; editing it would corrupt "
-                    "the bytes that cannot be decoded."
-                )
-            )
-        if view.size > MAX_EDIT_BYTES:
-            return EditResult(
-                error=(
-                    f"Error: '{path}' is {view.size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte "
-                    "limit for editing in place."
-                )
-            )
-        outcome = apply_edit(path, view.text, old_string, new_string, replace_all)
+            if path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+                return EditResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
+            return EditResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+        outcome = edit_text(path, data, old_string, new_string, replace_all)
         if isinstance(outcome, EditResult):
             return outcome
         new_text, occurrences = outcome
-        new_size = len(new_text.encode("utf-8"))
-        if new_size > MAX_EDIT_BYTES:
-            return EditResult(
-                error=(
-                    f"Error: this edit would make '{path}' {new_size:,} bytes, over the "
-                    f"{MAX_EDIT_BYTES:,}-byte limit for one file. Split the content into "
-                    "several files."
-                )
-            )
         return EditResult(
             path=path,
             files_update={path: update_file_data(data, new_text)},
@@ -273,15 +243,155 @@ class StateBackend(BackendBase):
         )
 
     def delete(self, file_path: str) -> DeleteResult:
-        """Remove one file (directories are not removed; delete their files)."""
+        """Remove a file, or a directory and every file under it.
+
+        The `files_update` maps each removed path to `None`, which the `files` channel's
+        reducer treats as a deletion. `/` itself is refused (`INVALID`): deleting every
+        file in one call is never what a model means.
+        """
         try:
             path = normalize_path(file_path)
         except PathError as error:
-            return DeleteResult(error=str(error))
-        if path not in self.files:
-            if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
-                return DeleteResult(
-                    error=f"Error: '{path}' is a directory. Delete the files in it one by one."
-                )
-            return DeleteResult(error=f"Error: File '{path}' not found")
-        return DeleteResult(path=path, files_update={path: None})
+            return DeleteResult(error=BackendError(ErrorKind.INVALID, file_path, error.reason))
+        if path == "/":
+            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+        doomed = files_under(self.files, path)
+        if not doomed:
+            return DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+        return DeleteResult(path=path, files_update=dict.fromkeys(doomed))
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
+        """Store each `(path, bytes)` as a file, replacing what is there.
+
+        Each file gets its own response: a bad path (`invalid_path`), a path that is a
+        directory (`is_directory`) or lies under a file (`invalid_path`) fails alone and
+        the others are stored. Bytes that are UTF-8 text are kept as text, anything else as
+        base64, so every byte comes back from `download_files`.
+
+        Like `write`, the backend does not change state itself: the returned list carries
+        the change as `files_update` (paths of this backend's view). When it runs inside a
+        graph step that has a `files` channel, the change is also sent to that channel, so
+        an upload made by a node or a tool lands in state when the step ends.
+        """
+        current = self.files
+        responses, planned = plan_uploads(current, files)
+        update: FilesUpdate = dict(planned)
+        results = UploadResults(responses, files_update=update or None)
+        if update:
+            outer: FilesUpdate = {self._outer(path): data for path, data in update.items()}
+            _send_files_of_current_step(outer)
+        return results
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
+        """Async `upload_files` (in memory, so it runs inline)."""
+        return self.upload_files(files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """The bytes of each path, or `file_not_found` / `is_directory` / `invalid_path`."""
+        return download_from(self.files, paths)
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Async `download_files` (in memory, so it runs inline)."""
+        return self.download_files(paths)
+
+    def _outer(self, path: str) -> str:
+        """The full state path of a path of this (possibly mounted) view."""
+        return path if self._mount == "/" else self._mount.rstrip("/") + path
+
+
+class UploadResults(list[FileUploadResponse]):
+    """The responses of `upload_files`, one per file in input order, plus the state change.
+
+    A plain list for every caller written for the reference API. In-state backends also
+    set `files_update` (path -> `FileData`) for the `files` channel, as `write` does;
+    backends with their own storage leave it `None`.
+    """
+
+    def __init__(
+        self, responses: Iterable[FileUploadResponse] = (), files_update: FilesUpdate | None = None
+    ) -> None:
+        super().__init__(responses)
+        self.files_update = files_update
+
+
+def files_under(files: Mapping[str, Any], path: str) -> list[str]:
+    """The stored paths that `path` names: the file itself and everything under it."""
+    base = path.rstrip("/")
+    return sorted(p for p in files if p == base or p.startswith(base + "/"))
+
+
+def plan_uploads(
+    files: Mapping[str, Any], uploads: list[tuple[str, bytes]]
+) -> tuple[list[FileUploadResponse], dict[str, FileData]]:
+    """Per-file responses and the new `FileData` of the accepted uploads.
+
+    `files` is what is stored now (path -> anything); later uploads in the batch see the
+    earlier ones, so `/a` then `/a/b` refuses the second.
+    """
+    stored = set(files)
+    responses: list[FileUploadResponse] = []
+    update: dict[str, FileData] = {}
+    for raw, content in uploads:
+        try:
+            path = normalize_file_path(raw)
+        except PathError:
+            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            continue
+        if path == "/" or not isinstance(content, bytes | bytearray):
+            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            continue
+        if any(p.startswith(path + "/") for p in stored):
+            responses.append(FileUploadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
+            continue
+        parents = [path[:i] for i in range(1, len(path)) if path[i] == "/"]
+        if any(parent in stored for parent in parents):
+            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            continue
+        previous = files.get(path) if isinstance(files.get(path), Mapping) else None
+        created_at = previous.get("created_at") if previous else None
+        update[path] = create_file_data(bytes(content), created_at=created_at)
+        stored.add(path)
+        responses.append(FileUploadResponse(path=raw))
+    return responses, update
+
+
+def download_from(files: Mapping[str, FileData], paths: list[str]) -> list[FileDownloadResponse]:
+    """`download_files` over a mapping of stored files."""
+    responses: list[FileDownloadResponse] = []
+    for raw in paths:
+        try:
+            path = normalize_path(raw)
+        except PathError:
+            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
+            continue
+        data = files.get(path)
+        if data is not None:
+            responses.append(FileDownloadResponse(path=raw, content=file_bytes(data)))
+        elif path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in files):
+            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
+        else:
+            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.NOT_FOUND))
+    return responses
+
+
+def _send_files_of_current_step(update: FilesUpdate) -> bool:
+    """Write `update` to the `files` channel of the graph step this code runs in.
+
+    Returns whether it was sent: outside a graph, or in a graph without a `files`
+    channel, nothing is sent.
+    """
+    try:
+        config = get_config()
+    except RuntimeError:
+        return False
+    configurable = config.get("configurable", {})
+    read = configurable.get(CONFIG_KEY_READ)
+    send = configurable.get(CONFIG_KEY_SEND)
+    if read is None or send is None:
+        return False
+    try:
+        read("files", True)
+    except Exception:  # a graph without a files channel
+        return False
+    send([("files", update)])
+    return True

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import re
 import warnings
-from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
@@ -27,17 +28,21 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
 
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
+from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import (
     DeleteResult,
     EditResult,
+    FileDownloadResponse,
     FileInfo,
+    FileUploadResponse,
     GlobResult,
     GrepResult,
     LsResult,
     ReadResult,
     WriteResult,
 )
-from fathom.backends.state import StateBackend
+from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
+from fathom.backends.utils import file_bytes, invalid_path, read_window
 from fathom.state import FileData
 
 __all__ = [
@@ -62,10 +67,12 @@ DEFAULT_NAMESPACE: tuple[str, ...] = ("filesystem",)
 PAGE_SIZE = 500
 """Items fetched per `search` call while listing a namespace."""
 
-NO_STORE_ERROR = (
-    "Error: no LangGraph store is configured. Pass store=... to create_deep_agent "
-    "(e.g. InMemoryStore())."
+NO_STORE_ERROR = BackendError(
+    ErrorKind.FAILED,
+    detail="no LangGraph store is configured (pass store=... to create_deep_agent, "
+    "e.g. InMemoryStore())",
 )
+"""The error of every operation when neither the backend nor the runtime has a store."""
 
 NAMESPACE_DEPRECATION = (
     "StoreBackend namespace factories now receive the LangGraph Runtime; use rt.<field> "
@@ -81,6 +88,8 @@ _COMPONENT = re.compile(r"[A-Za-z0-9\-_.@+:~]+")
 _ALLOWED_CHAR = re.compile(r"[A-Za-z0-9\-_.@+:~]")
 
 R = TypeVar("R")
+
+logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -237,10 +246,13 @@ def _file_data(item: Item) -> FileData | None:
     )
 
 
-def _unreadable(path: str) -> str:
-    return (
-        f"Error: '{path}' is stored in a format this backend cannot read (its value has no "
-        "text 'content'). Delete it and write it again."
+def _unreadable(path: str) -> BackendError:
+    """The error for a key whose stored value is not a file (no text `content`)."""
+    return BackendError(
+        ErrorKind.FAILED,
+        path,
+        "its stored value is not a file this backend can read (no text 'content'); "
+        "delete it and write it again",
     )
 
 
@@ -325,41 +337,45 @@ def _ls_plan(path: str) -> Generator[_Op, Any, LsResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return LsResult(error=str(error))
+        return LsResult(error=invalid_path(path, error))
     listing: _Listing = yield _ListAll()
     result = listing.for_listing().ls(path)
     return LsResult(error=result.error, entries=listing.strip(result.entries))
 
 
-def _read_plan(file_path: str) -> Generator[_Op, Any, ReadResult]:
+def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, ReadResult]:
     try:
         path = normalize_path(file_path)
     except PathError as error:
-        return ReadResult(error=str(error))
+        return ReadResult(error=invalid_path(file_path, error))
     item: Item | None = yield _Get(path)
     if item is None:
         listing: _Listing = yield _ListAll()
-        return listing.for_listing().read(path)
+        return listing.for_listing().read(path, offset, limit)
     data = _file_data(item)
     if data is None:
         return ReadResult(error=_unreadable(path))
-    return ReadResult(file_data=data)
+    return read_window(data, offset, limit, path)
 
 
-def _grep_plan(pattern: str, path: str | None, glob: str | None) -> Generator[_Op, Any, GrepResult]:
+def _grep_plan(
+    pattern: str, path: str | None, glob: str | None, max_count: int | None, context_lines: int
+) -> Generator[_Op, Any, GrepResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return GrepResult(error=str(error))
+        return GrepResult(error=invalid_path(path, error))
     listing: _Listing = yield _ListAll()
-    return _Snapshot(listing.files).grep(pattern, path, glob)
+    return _Snapshot(listing.files).grep(
+        pattern, path, glob, max_count=max_count, context_lines=context_lines
+    )
 
 
-def _glob_plan(pattern: str, path: str) -> Generator[_Op, Any, GlobResult]:
+def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, GlobResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return GlobResult(error=str(error))
+        return GlobResult(error=invalid_path(path, error))
     listing: _Listing = yield _ListAll()
     result = listing.for_listing().glob(pattern, path)
     return GlobResult(error=result.error, matches=listing.strip(result.matches))
@@ -369,7 +385,7 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult
     try:
         path = normalize_file_path(file_path)
     except PathError as error:
-        return WriteResult(error=str(error))
+        return WriteResult(error=invalid_path(file_path, error))
     if path == "/":
         return _Snapshot({}).write(path, content)
     listing: _Listing = yield _ListAll()
@@ -387,10 +403,11 @@ def _edit_plan(
     try:
         path = normalize_path(file_path)
     except PathError as error:
-        return EditResult(error=str(error))
+        return EditResult(error=invalid_path(file_path, error))
     item: Item | None = yield _Get(path)
     if item is None:
-        return _Snapshot({}).edit(path, old_string, new_string, replace_all)
+        listing: _Listing = yield _ListAll()  # to tell a directory from a missing file
+        return listing.for_listing().edit(path, old_string, new_string, replace_all)
     data = _file_data(item)
     if data is None:
         return EditResult(error=_unreadable(path))
@@ -403,22 +420,78 @@ def _edit_plan(
 
 
 def _delete_plan(file_path: str) -> Generator[_Op, Any, DeleteResult]:
+    """Remove the key `file_path` and every key under `file_path/` (recursive)."""
     try:
         path = normalize_path(file_path)
     except PathError as error:
-        return DeleteResult(error=str(error))
-    item: Item | None = yield _Get(path)
-    if item is None:
-        listing: _Listing = yield _ListAll()
-        return listing.for_listing().delete(path)
-    yield _Remove(path)
+        return DeleteResult(error=invalid_path(file_path, error))
+    if path == "/":
+        return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+    listing: _Listing = yield _ListAll()
+    doomed = files_under(dict.fromkeys([*listing.files, *listing.unreadable]), path)
+    if not doomed:
+        return DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+    for key in doomed:
+        yield _Remove(key)
     return DeleteResult(path=path)
+
+
+def _upload_plan(files: list[tuple[str, bytes]]) -> Generator[_Op, Any, list[FileUploadResponse]]:
+    """Store each accepted upload (see `plan_uploads`); one response per file."""
+    listing: _Listing = yield _ListAll()
+    stored = {**dict.fromkeys(listing.unreadable), **listing.files}
+    responses, update = plan_uploads(stored, files)
+    for key, data in update.items():
+        yield _Put(key, data)
+    return responses
+
+
+def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[FileDownloadResponse]]:
+    """The bytes of each path; the namespace is listed only to tell a directory apart."""
+    responses: list[FileDownloadResponse] = []
+    listing: _Listing | None = None
+    for raw in paths:
+        try:
+            path = normalize_path(raw)
+        except PathError:
+            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
+            continue
+        item: Item | None = None if path == "/" else (yield _Get(path))
+        if item is not None:
+            data = _file_data(item)
+            if data is None:
+                responses.append(FileDownloadResponse(path=raw, error=ErrorKind.FAILED))
+            else:
+                responses.append(FileDownloadResponse(path=raw, content=file_bytes(data)))
+            continue
+        if listing is None:
+            fetched: _Listing = yield _ListAll()
+            listing = fetched
+        responses.extend(download_from(listing.for_listing().files, [path]))
+        responses[-1] = replace(responses[-1], path=raw)
+    return responses
+
+
+def _failed_uploads(files: list[tuple[str, bytes]]) -> Callable[..., list[FileUploadResponse]]:
+    def failure(error: object) -> list[FileUploadResponse]:
+        logger.warning("StoreBackend upload failed: %s", error)
+        return [FileUploadResponse(path=path, error=ErrorKind.FAILED) for path, _ in files]
+
+    return failure
+
+
+def _failed_downloads(paths: list[str]) -> Callable[..., list[FileDownloadResponse]]:
+    def failure(error: object) -> list[FileDownloadResponse]:
+        logger.warning("StoreBackend download failed: %s", error)
+        return [FileDownloadResponse(path=path, error=ErrorKind.FAILED) for path in paths]
+
+    return failure
 
 
 # --------------------------------------------------------------------------- the backend
 
 
-def _own(items: list[Item], namespace: tuple[str, ...]) -> list[Item]:
+def _own(items: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
     """The items of exactly `namespace` (a prefix search also returns sub-namespaces)."""
     return [item for item in items if tuple(item.namespace) == namespace]
 
@@ -472,8 +545,8 @@ class StoreBackend(BackendBase):
 
     # ----------------------------------------------------------------- resolution
 
-    def _target(self) -> tuple[BaseStore, tuple[str, ...]] | str:
-        """The store and namespace for one operation, or the error to return."""
+    def _target(self) -> tuple[BaseStore, tuple[str, ...]] | BackendError:
+        """The store and namespace for one operation, or the error to return (`FAILED`)."""
         runtime = self._runtime if self._runtime is not None else _graph_runtime()
         store = self._store
         if store is None:
@@ -492,25 +565,32 @@ class StoreBackend(BackendBase):
             try:
                 namespace = self._namespace(NamespaceRuntime(runtime))
             except Exception as error:
-                return (
-                    "Error: the StoreBackend namespace factory failed with "
-                    f"{type(error).__name__}: {error}"
+                return BackendError(
+                    ErrorKind.FAILED,
+                    detail=(
+                        "the StoreBackend namespace factory failed with "
+                        f"{type(error).__name__}: {error}"
+                    ),
                 )
         problem = namespace_problem(namespace)
         if problem is not None:
-            return f"Error: invalid StoreBackend namespace: {problem}."
+            return BackendError(
+                ErrorKind.FAILED, detail=f"invalid StoreBackend namespace: {problem}"
+            )
         return store, namespace  # type: ignore[return-value]
 
     # ----------------------------------------------------------------- running plans
 
     @staticmethod
-    def _rejected(namespace: tuple[str, ...], error: Exception) -> str:
-        return f"Error: the store rejected the namespace {namespace!r}: {error}"
+    def _rejected(namespace: tuple[str, ...], error: Exception) -> BackendError:
+        return BackendError(
+            ErrorKind.FAILED, detail=f"the store rejected the namespace {namespace!r}: {error}"
+        )
 
     def _run(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
         """Run `plan` against the store with the sync API."""
         target = self._target()
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             plan.close()
             return failure(error=target)
         store, namespace = target
@@ -526,7 +606,7 @@ class StoreBackend(BackendBase):
     async def _arun(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
         """Run `plan` against the store with the async API."""
         target = self._target()
-        if isinstance(target, str):
+        if isinstance(target, BackendError):
             plan.close()
             return failure(error=target)
         store, namespace = target
@@ -592,33 +672,49 @@ class StoreBackend(BackendBase):
         return await self._arun(_ls_plan(path), LsResult)
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """Read a whole file (the tool pages it with `offset`/`limit`)."""
-        return self._run(_read_plan(file_path), ReadResult)
+        """`limit` lines of a file from the 0-based line `offset` (see `ReadResult`)."""
+        return self._run(_read_plan(file_path, offset, limit), ReadResult)
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         """Async `read`, on the store's async API."""
-        return await self._arun(_read_plan(file_path), ReadResult)
+        return await self._arun(_read_plan(file_path, offset, limit), ReadResult)
 
-    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
-        """Find lines containing the literal `pattern` under `path`."""
-        return self._run(_grep_plan(pattern, path, glob), GrepResult)
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
+    ) -> GrepResult:
+        """Find lines containing the literal `pattern` under `path` (see
+        `BackendProtocol.grep`)."""
+        return self._run(_grep_plan(pattern, path, glob, max_count, context_lines), GrepResult)
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+        context_lines: int = 0,
     ) -> GrepResult:
         """Async `grep`, on the store's async API."""
-        return await self._arun(_grep_plan(pattern, path, glob), GrepResult)
+        plan = _grep_plan(pattern, path, glob, max_count, context_lines)
+        return await self._arun(plan, GrepResult)
 
-    def glob(self, pattern: str, path: str = "/") -> GlobResult:
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
         """Find files under `path` whose path matches the glob `pattern`."""
         return self._run(_glob_plan(pattern, path), GlobResult)
 
-    async def aglob(self, pattern: str, path: str = "/") -> GlobResult:
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
         """Async `glob`, on the store's async API."""
         return await self._arun(_glob_plan(pattern, path), GlobResult)
 
     def write(self, file_path: str, content: str) -> WriteResult:
-        """Create a new file in the store; an existing file is an error."""
+        """Write a file to the store, replacing an existing one."""
         return self._run(_write_plan(file_path, content), WriteResult)
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
@@ -639,9 +735,31 @@ class StoreBackend(BackendBase):
         return await self._arun(plan, EditResult)
 
     def delete(self, file_path: str) -> DeleteResult:
-        """Remove one file (directories are not removed; delete their files)."""
+        """Remove a file, or a directory with every file under it."""
         return self._run(_delete_plan(file_path), DeleteResult)
 
     async def adelete(self, file_path: str) -> DeleteResult:
         """Async `delete`, on the store's async API."""
         return await self._arun(_delete_plan(file_path), DeleteResult)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Store each `(path, bytes)` as a file, replacing what is there; one response per file.
+
+        Text bytes are stored as UTF-8 text and anything else as base64, so every byte
+        comes back from `download_files`. A bad path (`invalid_path`) or a directory
+        (`is_directory`) fails alone; a store that cannot be reached fails every file
+        (`failed`, logged).
+        """
+        return self._run(_upload_plan(files), _failed_uploads(files))
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Async `upload_files`, on the store's async API."""
+        return await self._arun(_upload_plan(files), _failed_uploads(files))
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """The bytes of each path, or `file_not_found` / `is_directory` / `invalid_path`."""
+        return self._run(_download_plan(paths), _failed_downloads(paths))
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Async `download_files`, on the store's async API."""
+        return await self._arun(_download_plan(paths), _failed_downloads(paths))

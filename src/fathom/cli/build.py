@@ -30,7 +30,7 @@ __all__ = [
     "subagent_specs",
 ]
 
-DEFAULT_APPROVALS = ("write_file", "edit_file", "execute")
+DEFAULT_APPROVALS = ("write_file", "edit_file", "delete", "execute")
 """Tools that ask before they run unless auto-approved: they change files or run commands."""
 
 USER_ROUTE = "/.fathom-user/"
@@ -41,7 +41,9 @@ STATE_ROUTES = ("/large_tool_results/", "/conversation_history/")
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
-HARNESS_TOOLS = ("write_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep")
+HARNESS_TOOLS = (
+    "write_todos", "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep"
+)
 
 NO_MODEL_HELP = """fathom needs a model. Put one in fathom.toml (or pass --model): model = "openai:gpt-4.1"
 and its key in the environment: export OPENAI_API_KEY=... (local Ollama/vLLM: base_url = "http://localhost:11434/v1")
@@ -235,7 +237,7 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
         if "model" in definition:
             spec["model"] = build_model(str(definition["model"]), setup.config)
         if "tools" in definition:
-            names = list(definition["tools"])
+            names = [str(name) for name in definition["tools"]]  # names (cli/project.py)
             unknown = sorted(set(names) - known)
             if unknown:
                 raise ConfigError(

@@ -1,4 +1,4 @@
-"""Filesystem tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`) over a backend.
+"""Filesystem tools (`ls`, `read_file`, `write_file`, `edit_file`, `delete`, `glob`, `grep`).
 
 Every problem the model can cause (a missing file, a path outside the root, a binary or
 oversized file, a non-unique edit) comes back as an error `ToolMessage` that says what to do
@@ -7,7 +7,7 @@ next; nothing raises into the agent loop and nothing is half-written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import AgentMiddleware
@@ -18,7 +18,14 @@ from pydantic import BaseModel, Field
 
 from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.policy import PolicyBackend
-from fathom.backends.protocol import BackendProtocol, resolve_backend
+from fathom.backends.protocol import (
+    BackendOrFactory,
+    BackendProtocol,
+    GrepResult,
+    accepts_keyword,
+    cap_grep,
+    resolve_backend,
+)
 from fathom.backends.state import StateBackend
 from fathom.middleware.fs_answers import (
     change_answer,
@@ -36,15 +43,21 @@ from fathom.middleware.permissions import (
     check_permissions_apply,
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.state import FilesState
+from fathom.state import FilesState, FilesystemState
 
-__all__ = ["FILESYSTEM_PROMPT", "FILESYSTEM_TOOL_NAMES", "FilesystemMiddleware"]
+__all__ = [
+    "FILESYSTEM_PROMPT",
+    "FILESYSTEM_TOOL_NAMES",
+    "GREP_MAX_COUNT",
+    "FilesystemMiddleware",
+    "FilesystemState",
+]
 
-FILESYSTEM_TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
+FILESYSTEM_TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep")
 
 FILESYSTEM_PROMPT = """## Files
 
-You have a filesystem rooted at `/`: `ls` lists a directory, `read_file` reads a file with line numbers (page with `offset`/`limit`), `write_file` creates a new file, `edit_file` replaces exact text in an existing one, `glob` finds files by name pattern and `grep` finds text in files. Use absolute paths such as `/notes/plan.md`. Read a file before you edit it. Save long material you will need later to a file instead of repeating it in messages."""  # noqa: E501
+You have a filesystem rooted at `/`: `ls` lists a directory, `read_file` reads a file with line numbers (page with `offset`/`limit`), `write_file` writes a whole file (creating it, or replacing an existing one), `edit_file` replaces exact text in an existing one, `delete` removes a file or a directory with everything in it, `glob` finds files by name pattern and `grep` finds text in files. Use absolute paths such as `/notes/plan.md`. Read a file before you edit it. Save long material you will need later to a file instead of repeating it in messages."""  # noqa: E501
 
 READ_DEFAULT_LIMIT = 2000
 """Lines `read_file` returns when the model gives no `limit` (the reference's backend default)."""
@@ -55,10 +68,17 @@ DESCRIPTIONS = {
         "Read a file. Text comes back with 1-based line numbers; use offset (0-based line) "
         "and limit to page through long files. Images come back as images."
     ),
-    "write_file": "Create a new file with the given content. Fails if the file already exists.",
+    "write_file": (
+        "Write a file with the given content: creates it, or replaces the whole content of "
+        "an existing file. To change part of a file, use edit_file."
+    ),
     "edit_file": (
         "Replace exact text in an existing file. old_string must occur exactly once unless "
         "replace_all is true."
+    ),
+    "delete": (
+        "Delete a file, or a directory and everything in it. This cannot be undone: delete "
+        "only what is no longer needed, and a directory in one call rather than file by file."
     ),
     "glob": (
         "Find files by glob pattern, e.g. '*.py' (any depth), 'src/**/*.md', '/*.txt' "
@@ -66,7 +86,8 @@ DESCRIPTIONS = {
     ),
     "grep": (
         "Search file contents for a literal string. output_mode: 'files_with_matches' "
-        "(default), 'content' (matching lines with numbers) or 'count'."
+        "(default), 'content' (matching lines with numbers) or 'count'. At most max_count "
+        "matches come back (a default cap applies); a note says when more exist."
     ),
 }
 
@@ -82,7 +103,7 @@ class ReadFileInput(BaseModel):
 
 
 class WriteFileInput(BaseModel):
-    file_path: str = Field(description="Absolute path of the new file.")
+    file_path: str = Field(description="Absolute path of the file to write.")
     content: str = Field(description="The full text of the file.")
 
 
@@ -91,6 +112,10 @@ class EditFileInput(BaseModel):
     old_string: str = Field(description="Exact text to replace.")
     new_string: str = Field(description="Text to put in its place.")
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
+
+
+class DeleteInput(BaseModel):
+    file_path: str = Field(description="Absolute path of the file or directory to delete.")
 
 
 class GlobInput(BaseModel):
@@ -103,12 +128,21 @@ class GrepInput(BaseModel):
     path: str | None = Field(default=None, description="Directory or file to search.")
     glob: str | None = Field(default=None, description="Only search files matching this glob.")
     output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
+    max_count: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Most matches to return across all files; leave unset for the default cap. "
+            "When the cap is hit a note says so: narrow the search or raise max_count."
+        ),
+    )
 
 
-Backend = BackendProtocol | Callable[[Any], BackendProtocol]
+Backend = BackendOrFactory
+"""What `backend=` accepts: a backend, or a factory called once per tool call."""
 
 
-_CHANGING_TOOLS = ("write_file", "edit_file")
+_CHANGING_TOOLS = ("write_file", "edit_file", "delete")
 
 
 def _same_path(a: Any, b: str) -> bool:
@@ -150,6 +184,49 @@ def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: st
     )
 
 
+GREP_MAX_COUNT = 1000
+"""The default cap on the matches of one `grep` call (`FilesystemMiddleware(grep_max_count=)`)."""
+
+
+def grep_capped(
+    backend: BackendProtocol,
+    pattern: str,
+    path: str | None,
+    glob: str | None,
+    max_count: int | None,
+) -> GrepResult:
+    """`backend.grep` with at most `max_count` matches (`None`: all), `truncated` if cut.
+
+    The cap is passed to backends whose `grep` takes `max_count` (so they stop early) and
+    applied to the result of any other.
+    """
+    if max_count is not None and accepts_keyword(type(backend), "grep", "max_count"):
+        result = backend.grep(pattern, path, glob, max_count=max_count)
+    else:
+        result = backend.grep(pattern, path, glob)
+    return cap_grep(result, max_count)
+
+
+async def agrep_capped(
+    backend: BackendProtocol,
+    pattern: str,
+    path: str | None,
+    glob: str | None,
+    max_count: int | None,
+) -> GrepResult:
+    """Async `grep_capped`."""
+    if max_count is not None and accepts_keyword(type(backend), "agrep", "max_count"):
+        result = await backend.agrep(pattern, path, glob, max_count=max_count)
+    else:
+        result = await backend.agrep(pattern, path, glob)
+    return cap_grep(result, max_count)
+
+
+def delete_message(result: Any) -> str:
+    """The `delete` tool's answer on success."""
+    return f"Deleted {result.path}" if result.path else "Deleted."
+
+
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
     def backend(runtime: ToolRuntime) -> BackendProtocol:
         resolved = resolve_backend(middleware.backend, runtime)
@@ -181,13 +258,13 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, "write_file")
         result = backend(runtime).write(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result))
+        return change_answer(result, runtime, "write_file", write_message(result), file_path)
 
     async def awrite_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, "write_file")
         result = await backend(runtime).awrite(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result))
+        return change_answer(result, runtime, "write_file", write_message(result), file_path)
 
     def edit_file(
         runtime: ToolRuntime,
@@ -199,7 +276,7 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, "edit_file")
         result = backend(runtime).edit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result))
+        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
 
     async def aedit_file(
         runtime: ToolRuntime,
@@ -211,7 +288,21 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, "edit_file")
         result = await backend(runtime).aedit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result))
+        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
+
+    # -- delete: a file, or a directory recursively ------------------------------------
+
+    def delete(runtime: ToolRuntime, file_path: str) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "delete")
+        result = backend(runtime).delete(file_path)
+        return change_answer(result, runtime, "delete", delete_message(result), file_path)
+
+    async def adelete(runtime: ToolRuntime, file_path: str) -> Any:
+        if earlier := earlier_change_in_turn(runtime, file_path):
+            return _conflict_error(earlier, file_path, runtime, "delete")
+        result = await backend(runtime).adelete(file_path)
+        return change_answer(result, runtime, "delete", delete_message(result), file_path)
 
     def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Any:
         return glob_answer(backend(runtime).glob(pattern, path), pattern, path, runtime)
@@ -226,9 +317,11 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         path: str | None = None,
         glob: str | None = None,
         output_mode: str = "files_with_matches",
+        max_count: int | None = None,
     ) -> Any:
-        result = backend(runtime).grep(pattern, path, glob)
-        return grep_answer(result, pattern, output_mode, runtime)
+        cap = max_count if max_count is not None else middleware.grep_max_count
+        result = grep_capped(backend(runtime), pattern, path, glob, cap)
+        return grep_answer(result, pattern, output_mode, runtime, path)
 
     async def agrep(
         runtime: ToolRuntime,
@@ -236,15 +329,18 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         path: str | None = None,
         glob: str | None = None,
         output_mode: str = "files_with_matches",
+        max_count: int | None = None,
     ) -> Any:
-        result = await backend(runtime).agrep(pattern, path, glob)
-        return grep_answer(result, pattern, output_mode, runtime)
+        cap = max_count if max_count is not None else middleware.grep_max_count
+        result = await agrep_capped(backend(runtime), pattern, path, glob, cap)
+        return grep_answer(result, pattern, output_mode, runtime, path)
 
     specs = [
         ("ls", ls, als, LsInput),
         ("read_file", read_file, aread_file, ReadFileInput),
         ("write_file", write_file, awrite_file, WriteFileInput),
         ("edit_file", edit_file, aedit_file, EditFileInput),
+        ("delete", delete, adelete, DeleteInput),
         ("glob", glob, aglob, GlobInput),
         ("grep", grep, agrep, GrepInput),
     ]
@@ -271,9 +367,13 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             called (first match wins; no match allows).
         system_prompt: Replaces the built-in prompt section; `""` adds none.
         tool_descriptions: Replaces the descriptions of the named tools.
+        grep_max_count: The most matches one `grep` call returns unless the model asks for
+            another cap with the tool's `max_count`; bounds memory and context on large
+            trees. `None` returns every match by default.
 
     Raises:
         NotImplementedError: `permissions` on paths a shell-capable backend serves.
+        ValueError: `grep_max_count` that is not a positive integer or `None`.
     """
 
     state_schema = FilesState
@@ -285,8 +385,18 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         permissions: Sequence[FilesystemPermission] | None = None,
         system_prompt: str | None = None,
         tool_descriptions: dict[str, str] | None = None,
+        grep_max_count: int | None = GREP_MAX_COUNT,
     ) -> None:
         super().__init__()
+        if grep_max_count is not None and (
+            isinstance(grep_max_count, bool)
+            or not isinstance(grep_max_count, int)
+            or grep_max_count <= 0
+        ):
+            raise ValueError(
+                f"grep_max_count must be a positive integer or None, not {grep_max_count!r}"
+            )
+        self.grep_max_count = grep_max_count
         self.backend: Backend = backend if backend is not None else StateBackend()
         self.permissions = list(permissions or [])
         for rule in self.permissions:

@@ -1,7 +1,8 @@
 """What the filesystem tools answer: backend results turned into tool results.
 
 Text answers are bounded (long lines cut, long listings and reads stopped with a note
-saying how to go on) so one call never floods the context.
+saying how to go on) so one call never floods the context. `describe_error` is the one
+place that words a backend's typed error (`BackendError`) for the model.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from fathom.backends._paths import PathError, normalize_path
+from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.utils import IMAGE_EXTENSIONS, file_bytes, text_view
+from fathom.state import FileData
 
 __all__ = [
     "LIST_LIMIT",
     "MAX_LINE_CHARS",
     "READ_OUTPUT_CHARS",
     "change_answer",
+    "describe_error",
     "edit_message",
     "error_message",
     "glob_answer",
@@ -37,11 +42,173 @@ LIST_LIMIT = 500
 """At most this many entries, paths or matching lines in one `ls`, `glob` or `grep` answer."""
 
 
-def error_message(message: str, runtime: ToolRuntime, tool: str) -> ToolMessage:
-    """An error result for `tool` that the model reads and acts on."""
+def error_message(
+    message: Any, runtime: ToolRuntime, tool: str, path: str | None = None
+) -> ToolMessage:
+    """An error result for `tool` that the model reads and acts on.
+
+    `message` is text, or a backend's `BackendError` (worded by `describe_error`; `path`,
+    the path the tool was called with, names the file when the error names none).
+    """
     return ToolMessage(
-        content=message, tool_call_id=runtime.tool_call_id, name=tool, status="error"
+        content=describe_error(message, path, tool=tool),
+        tool_call_id=runtime.tool_call_id,
+        name=tool,
+        status="error",
     )
+
+
+_VERBS = {
+    "ls": "list",
+    "read_file": "read",
+    "write_file": "write",
+    "edit_file": "edit",
+    "delete": "delete",
+    "glob": "search",
+    "grep": "search",
+    "upload": "upload",
+    "download": "download",
+}
+
+
+def describe_error(
+    error: BackendError | str | None, path: str | None = None, *, tool: str = ""
+) -> str:
+    """The model-facing text of a backend result's `error`.
+
+    A `BackendError` is worded by its kind: what happened and what to do next. Text (from
+    a backend written for the Deep Agents API, or a policy's refusal) is returned
+    unchanged. `path` is used when the error names none; `tool` picks the verb ("cannot
+    delete ...") and the advice that fits the tool.
+    """
+    if error is None:
+        return ""
+    if not isinstance(error, BackendError):
+        return str(error)
+    p = error.path if error.path is not None else (path or "")
+    verb = _VERBS.get(tool, "use")
+    kind = error.kind
+    detail = error.detail
+    if kind is ErrorKind.NOT_FOUND:
+        if tool in ("ls", "glob", "grep"):
+            return f"Error: directory '{p}' not found. Use ls on its parent to see what exists."
+        return f"Error: File '{p}' not found"
+    if kind is ErrorKind.PERMISSION:
+        why = f" ({detail})" if detail else ""
+        return (
+            f"Error: permission denied: cannot {verb} '{p}'{why}. Do not retry this path; "
+            "work within what is allowed or ask the user."
+        )
+    if kind is ErrorKind.IS_DIRECTORY:
+        where = f" ({detail})" if detail else ""
+        if tool in ("write_file", "upload"):
+            return (
+                f"Error: '{p}' is a directory{where}. Write to a file path inside it instead."
+            )
+        return f"Error: '{p}' is a directory{where}. Use ls to see what it holds."
+    if kind is ErrorKind.INVALID:
+        if not p:
+            return f"Error: {detail or 'the request is not valid'}."
+        if _is_normal_path(p):
+            # The path is a clean absolute path, so an argument is what is wrong.
+            advice = (
+                "Give old_string as text copied exactly from the file, and a new_string "
+                "that differs from it."
+                if tool == "edit_file"
+                else "Use another path, or fix the arguments, and call the tool again."
+            )
+            return f"Error: cannot {verb} '{p}' ({detail or 'the request is not valid'}). {advice}"
+        return (
+            f"Error: cannot {verb} '{p}' ({detail or 'not a usable path'}). Give an absolute "
+            "path inside the filesystem, such as /notes.md."
+        )
+    if kind is ErrorKind.NOT_A_DIRECTORY:
+        return (
+            f"Error: '{p}' is a file, not a directory. Use read_file to read it, or choose "
+            "a path that does not go through it."
+        )
+    if kind is ErrorKind.EXISTS:
+        return f"Error: '{p}' already exists. Use edit_file to change it, or choose another path."
+    if kind is ErrorKind.OUTSIDE_ROOT:
+        how = f" ({detail})" if detail else ""
+        return (
+            f"Error: '{p}' leads outside the filesystem root{how}. "
+            "Use a path inside the root; links that point out of it are not followed."
+        )
+    if kind is ErrorKind.TOO_LARGE:
+        size = f" is {error.count:,} bytes" if error.count is not None else " is too large"
+        bound = f", over the {error.limit:,}-byte limit" if error.limit is not None else ""
+        when = f" {detail}" if detail else ""
+        if tool in ("read_file", "grep", "download"):
+            advice = "Read it in pages with offset/limit, or search it with grep."
+        elif tool == "edit_file":
+            advice = (
+                "Files this large cannot be edited in place; keep the content in several "
+                "smaller files (write_file) and edit those."
+            )
+        else:
+            advice = "Split the content into several smaller files."
+        return f"Error: '{p}'{when}{size}{bound}. {advice}"
+    if kind is ErrorKind.BINARY:
+        why = f" ({detail})" if detail else ""
+        if tool != "edit_file":
+            return f"Error: '{p}' is a binary file{why} and cannot be shown as text."
+        if detail:
+            return (
+                f"Error: '{p}' cannot be edited as text ({detail}): changing it as text "
+                "would corrupt its bytes. Write the whole file anew with write_file instead."
+            )
+        return (
+            f"Error: '{p}' is a binary file and cannot be edited as text. "
+            "Write the whole file anew with write_file instead."
+        )
+    if kind is ErrorKind.PAST_END:
+        lines = error.count if error.count is not None else 0
+        offset = error.limit if error.limit is not None else lines
+        return (
+            f"Error: offset {offset} is past the end of {p}, which has {lines} lines. "
+            f"Use an offset below {lines}."
+        )
+    if kind is ErrorKind.NO_MATCH:
+        return (
+            f"Error: old_string was not found in {p}. Read the file and copy the text "
+            "exactly, including whitespace and indentation."
+        )
+    if kind is ErrorKind.NOT_UNIQUE:
+        return (
+            f"Error: old_string appears {error.count} times in {p}. Add surrounding lines "
+            "to make it unique, or set replace_all=true to replace every occurrence."
+        )
+    if kind is ErrorKind.CHANGED:
+        return (
+            f"Error: '{p}' changed while this {verb} ran (another writer); nothing was "
+            "changed. Read it again and retry."
+        )
+    if kind is ErrorKind.LIMIT:
+        what = detail or "the request"
+        bound = f" (limit {error.limit:,})" if error.limit is not None else ""
+        return (
+            f"Error: {what}{bound}. Use a simpler pattern, a narrower path, or a smaller "
+            "request."
+        )
+    if kind is ErrorKind.UNSUPPORTED:
+        return (
+            f"Error: this filesystem cannot {detail or verb} '{p}'; "
+            "its backend does not support it."
+        )
+    where = f" '{p}'" if p else ""
+    return (
+        f"Error: could not {verb}{where}: {detail or 'the backend failed'}. The request "
+        "itself is not the cause; retry once, and if it fails again tell the user."
+    )
+
+
+def _is_normal_path(path: str) -> bool:
+    """Whether `path` is already a clean absolute virtual path (so it is not the problem)."""
+    try:
+        return normalize_path(path) == path
+    except PathError:
+        return False
 
 
 def _format_ls(path: str, entries: list[dict]) -> str:
@@ -61,19 +228,17 @@ def _format_ls(path: str, entries: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def _format_read(path: str, text: str, offset: int, limit: int, lossy: bool) -> str:
-    lines = text.splitlines()
-    if not lines:
-        return f"(the file {path} is empty)"
-    if offset >= len(lines):
-        return f"Error: offset {offset} is past the end of {path}, which has {len(lines)} lines."
+def _format_window(
+    lines: list[str], start: int, total: int | None, next_offset: int | None, lossy: bool
+) -> str:
+    """Numbered rows for `lines`, the file's lines from the 0-based line `start`."""
     rows: list[str] = []
     if lossy:
         rows.append("[note: this file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
     used = 0
-    end = min(len(lines), offset + limit)
-    for number in range(offset, end):
-        line = lines[number]
+    end = start + len(lines)
+    for number in range(start, end):
+        line = lines[number - start]
         if len(line) > MAX_LINE_CHARS:
             cut = len(line) - MAX_LINE_CHARS
             line = f"{line[:MAX_LINE_CHARS]} [… {cut} more characters on this line]"
@@ -86,10 +251,11 @@ def _format_read(path: str, text: str, offset: int, limit: int, lossy: bool) -> 
             return "\n".join(rows)
         rows.append(row)
         used += len(row) + 1
-    if end < len(lines):
+    if next_offset is not None:
+        of = f" of {total}" if total is not None else ""
         rows.append(
-            f"[showing lines {offset + 1}-{end} of {len(lines)}; "
-            f"call read_file with offset={end} to read more]"
+            f"[showing lines {start + 1}-{end}{of}; "
+            f"call read_file with offset={next_offset} to read more]"
         )
     return "\n".join(rows)
 
@@ -126,7 +292,7 @@ def _format_grep(pattern: str, matches: list[dict], mode: str) -> str:
     return "\n".join(rows)
 
 
-def _image_message(path: str, data: dict, runtime: ToolRuntime) -> ToolMessage:
+def _image_message(path: str, data: FileData, runtime: ToolRuntime) -> ToolMessage:
     mime = IMAGE_EXTENSIONS[_extension(path)]
     payload = base64.b64encode(file_bytes(data)).decode("ascii")
     return ToolMessage(
@@ -144,35 +310,52 @@ def _extension(path: str) -> str:
 def ls_answer(result: Any, path: str, runtime: ToolRuntime) -> Any:
     """The `ls` tool's answer."""
     if result.error:
-        return error_message(result.error, runtime, "ls")
+        return error_message(result.error, runtime, "ls", path)
     return _format_ls(path, result.entries or [])
 
 
 def read_answer(result: Any, file_path: str, offset: int, limit: int, runtime: ToolRuntime) -> Any:
-    """The `read_file` tool's answer: numbered text, an image, or an error."""
+    """The `read_file` tool's answer: numbered text, an image, or an error.
+
+    A result with window fields (`start_line`, ...) holds only the requested lines; one
+    without them holds the whole file (an empty or binary file, or a backend that does not
+    page), which is paged here.
+    """
     if result.error:
-        return error_message(result.error, runtime, "read_file")
+        return error_message(result.error, runtime, "read_file", file_path)
     data = result.file_data
     if _extension(file_path) in IMAGE_EXTENSIONS:
         return _image_message(file_path, data, runtime)
+    if getattr(result, "no_lines_requested", False):
+        return f"(no lines of {file_path} were requested; give a limit of 1 or more)"
     view = text_view(data)
     if view.text is None:
-        return error_message(
-            f"Error: '{file_path}' is a binary file ({view.size:,} bytes) and cannot be "
-            "shown as text.",
-            runtime,
-            "read_file",
+        error = BackendError(ErrorKind.BINARY, file_path, f"{view.size:,} bytes")
+        return error_message(error, runtime, "read_file")
+    start_line = getattr(result, "start_line", None)
+    if start_line is not None:
+        lines = view.text.splitlines()
+        return _format_window(
+            lines, start_line - 1, result.total_lines, result.next_offset, view.lossy
         )
-    text = _format_read(file_path, view.text, offset, limit, view.lossy)
-    if text.startswith("Error:"):
-        return error_message(text, runtime, "read_file")
-    return text
+    lines = view.text.splitlines()
+    if not lines:
+        return f"(the file {file_path} is empty)"
+    if offset >= len(lines):
+        error = BackendError(ErrorKind.PAST_END, file_path, count=len(lines), limit=offset)
+        return error_message(error, runtime, "read_file")
+    end = min(len(lines), offset + limit)
+    more = end if end < len(lines) else None
+    return _format_window(lines[offset:end], offset, len(lines), more, view.lossy)
 
 
-def change_answer(result: Any, runtime: ToolRuntime, tool: str, message: str) -> Any:
-    """The answer of `write_file`/`edit_file`, with the `files` update for in-state backends."""
+def change_answer(
+    result: Any, runtime: ToolRuntime, tool: str, message: str, path: str | None = None
+) -> Any:
+    """The answer of `write_file`/`edit_file`/`delete`, with the `files` update for in-state
+    backends; `path` is the path the tool was called with (for errors that name none)."""
     if result.error:
-        return error_message(result.error, runtime, tool)
+        return error_message(result.error, runtime, tool, path)
     tool_message = ToolMessage(content=message, tool_call_id=runtime.tool_call_id, name=tool)
     if result.files_update:
         return Command(update={"files": result.files_update, "messages": [tool_message]})
@@ -182,21 +365,36 @@ def change_answer(result: Any, runtime: ToolRuntime, tool: str, message: str) ->
 def glob_answer(result: Any, pattern: str, path: str, runtime: ToolRuntime) -> Any:
     """The `glob` tool's answer."""
     if result.error:
-        return error_message(result.error, runtime, "glob")
+        return error_message(result.error, runtime, "glob", path)
     paths = [m["path"] for m in result.matches or []]
+    note = ""
+    if getattr(result, "truncated", False):
+        if getattr(result, "truncation_reason", None) == "unreadable":
+            note = "[some directories could not be read, so files in them are not listed]"
+        else:
+            note = "[the search stopped early; narrow the pattern or the path to see the rest]"
     if not paths:
-        return f"No files match {pattern!r} under {path}."
+        return f"No files match {pattern!r} under {path}." + (f"\n{note}" if note else "")
     shown = paths[:LIST_LIMIT]
     if len(paths) > LIST_LIMIT:
         shown.append(f"[{len(paths) - LIST_LIMIT} more files not shown]")
+    if note:
+        shown.append(note)
     return "\n".join(shown)
 
 
-def grep_answer(result: Any, pattern: str, mode: str, runtime: ToolRuntime) -> Any:
-    """The `grep` tool's answer in the requested output mode."""
+def grep_answer(
+    result: Any, pattern: str, mode: str, runtime: ToolRuntime, path: str | None = None
+) -> Any:
+    """The `grep` tool's answer in the requested output mode (`path`: the searched path)."""
     if result.error:
-        return error_message(result.error, runtime, "grep")
+        return error_message(result.error, runtime, "grep", path)
     answer = _format_grep(pattern, result.matches or [], mode)
+    if getattr(result, "truncated", False):
+        answer += (
+            f"\n[the search stopped after {len(result.matches or [])} matches; more exist. "
+            "Narrow the path, glob or pattern, or raise max_count, to see the rest]"
+        )
     skipped = getattr(result, "skipped", None)
     if skipped:
         shown = ", ".join(skipped[:10]) + (" …" if len(skipped) > 10 else "")

@@ -2,7 +2,9 @@
 
 Rules are checked in the order given and the first rule that matches an operation decides;
 when none matches, the operation is allowed. `"read"` covers `ls`, `read_file`, `glob` and
-`grep`; `"write"` covers `write_file`, `edit_file` (and deleting). Paths are glob patterns
+`grep`; `"write"` covers `write_file`, `edit_file` and `delete`. Deleting a directory
+removes everything under it, so it is refused when any deny-write rule could match a path
+inside it, even if an earlier rule allows the directory itself. Paths are glob patterns
 over absolute paths with `*`, `?`, `**`, `[abc]` and `{a,b}`; a pattern ending in `/`
 covers everything under that directory. Rules are enforced by a policy hook in front of
 the backend, so a refused operation never reaches storage, and `ls` / `glob` / `grep`
@@ -128,7 +130,11 @@ class PermissionPolicy(BackendPolicy):
         return None
 
     def _refusal(self, operation: FileOperation, path: str, shown: str) -> str | None:
-        decided = first_matching_rule(self.rules, operation.kind, path, operation.is_listing)
+        recursive = operation.name == "delete" and bool(operation.arguments.get("directory"))
+        directory = operation.is_listing or recursive
+        decided = first_matching_rule(self.rules, operation.kind, path, directory)
+        if recursive and (decided is None or decided[1].mode == "allow"):
+            decided = _deny_inside(self.rules, path)
         if decided is None or decided[1].mode == "allow":
             return None
         index, rule = decided
@@ -144,6 +150,38 @@ class PermissionPolicy(BackendPolicy):
 
     def can_see(self, path: str) -> bool:
         return self.allows("read", path, directory=path.endswith("/"))
+
+
+def _deny_inside(
+    rules: Sequence[FilesystemPermission], directory: str
+) -> tuple[int, FilesystemPermission] | None:
+    """The first deny-write rule that could match something under `directory`.
+
+    Deleting a directory removes every file under it, so an earlier allow rule on the
+    directory does not settle it: a later deny on one file inside must still refuse the
+    delete. The test is cautious (it may refuse a delete that would touch no denied
+    file, never the reverse): a pattern overlaps when its literal part lies inside
+    `directory`, or lies above it and the rest of the pattern can reach more than one
+    level down.
+    """
+    inside = directory.rstrip("/") + "/"
+    for index, rule in enumerate(rules, start=1):
+        if rule.mode != "deny" or "write" not in rule.operations:
+            continue
+        for pattern in rule.paths:
+            full = _full_pattern(pattern)
+            literal = _literal_prefix(full)
+            if literal.startswith(inside):
+                return index, rule
+            if not inside.startswith(literal):
+                continue
+            if literal == full:  # no wildcard: a literal path above the directory
+                continue
+            anchor = literal[: literal.rfind("/") + 1]
+            rest = full[len(anchor) :]
+            if "/" in rest or "**" in rest:
+                return index, rule
+    return None
 
 
 def _literal_prefix(pattern: str) -> str:
