@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint clean bench
+.PHONY: test demo lint typecheck clean bench
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml Makefile
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples
+	$(BIN)/basedpyright
 	$(BIN)/pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 demo: $(STAMP)
@@ -21,6 +22,10 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
+
+# basedpyright, configured in pyproject.toml ([tool.basedpyright]: src/, standard mode).
+typecheck: $(STAMP)
+	$(BIN)/basedpyright
 
 # Benchmarks: fathom runs in .venv; the reference implementation (deepagents) runs in its own
 # environment, created once. benchmarks/bench.py lists the two-sided benchmarks it runs.

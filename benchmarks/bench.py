@@ -212,7 +212,7 @@ def run(sections: Sequence[str], ref_python: Path, with_patterns: bool,
         patterns = importlib.import_module("patterns")
         patterns_results = patterns.run_all()
         print_table("Multi-agent patterns (fathom only): model calls and tokens",
-                    ["scenario", "pattern", "calls", "notes", "tokens", "model", "ratio",
+                    ["scenario", "pattern", "calls", "ref", "tokens", "model", "ratio",
                      "wall/L"], patterns.table_rows(patterns_results))
     seconds = time.perf_counter() - started
     path = write_results(rows, patterns_results, seconds, results_dir)

@@ -1,7 +1,7 @@
 """The multi-agent patterns' cost table, rebuilt: model calls and tokens per pattern.
 
-Rebuilds the reference notes' three scenarios (notes-multiagent-patterns.md §2 and §6) with
-`fathom.patterns` and scripted models:
+Rebuilds the three scenarios of the performance comparison in LangChain's multi-agent docs
+with `fathom.patterns` and scripted models:
 
 * one-shot: "Buy coffee" in a new thread;
 * repeated: "Buy coffee", then "Buy coffee again" in the same thread;
@@ -12,11 +12,11 @@ for four patterns: subagents (`create_supervisor`), handoffs (`StepMiddleware`),
 (`SkillMiddleware`) and router (`create_router`). Every role is a `ScriptedModel` whose
 policy decides from what it is sent (the visible tools, the system prompt and the messages
 since the user's last message), so the call counts come out of the architectures rather
-than out of the script. Fixture texts have the sizes of the notes' token model (§6.1):
+than out of the script. Fixture texts have the sizes of a word-count token model:
 system prompts of 250 words, documents of 2,000 words, tool results of 10 words, expert
 answers of 100 words and so on; whatever a pattern adds to a prompt is counted as sent.
 
-Tokens are counted with the notes' token model over what each model call was sent and
+Tokens are counted with that token model over what each model call was sent and
 what it answered (`notes_tokens`): a system message is its word count, a user message 10
 (or its word count when it carries more than 10 words, such as the synthesis input that
 holds the experts' answers), a tool message its word count, an AI message its words plus
@@ -61,7 +61,7 @@ PATTERNS = ("subagents", "handoffs", "skills", "router")
 SCENARIOS = ("one_shot", "repeated", "multi_domain")
 LANGUAGES = ("python", "javascript", "rust")
 
-# The notes' token model (§6.1): sizes in words.
+# The token model: sizes in words.
 SYS, USER, TR, DOC, COFFEE_DOC, SMALL, EXP, FINAL = 250, 10, 10, 2000, 200, 20, 100, 1000
 TOOL_CALL = 20
 
@@ -69,9 +69,9 @@ BUY_COFFEE = "Buy coffee"
 BUY_AGAIN = "Buy coffee again"
 COMPARE = "Compare Python, JavaScript, and Rust for web development"
 
-# What the notes give for each pattern and scenario: calls from the seed's tables (§2.5;
-# "7+" for handoffs is 7 in the notes' design), tokens from the notes' token model
-# (§6.2-6.4, `pattern_token_model.py`).
+# The reference figures for each pattern and scenario: calls from the tables of LangChain's
+# multi-agent performance comparison ("7+" for handoffs is 7 in this design), tokens worked
+# out call by call with the token model above.
 REFERENCE: dict[str, dict[str, dict[str, int]]] = {
     "one_shot": {
         "subagents": {"calls": 4, "tokens": 1590},
@@ -127,7 +127,7 @@ def _call_cost(call: dict[str, Any]) -> int:
 
 
 def notes_tokens(message: BaseMessage) -> int:
-    """Tokens of one message under the notes' token model (see the module docstring)."""
+    """Tokens of one message under the token model (see the module docstring)."""
     if isinstance(message, SystemMessage | ToolMessage):
         return _word_count(message.text)
     if isinstance(message, HumanMessage):
@@ -147,7 +147,7 @@ class Measure:
 
 
 def measure(models: Iterable[ScriptedModel], seconds: float, latency: float) -> Measure:
-    """Calls and notes-model tokens recorded by `models`, and the wall time in latencies."""
+    """Calls and token-model tokens recorded by `models`, and the wall time in latencies."""
     calls = tokens = 0
     for model in models:
         for request in model.requests:
@@ -466,7 +466,7 @@ def run_all(latency: float = LATENCY) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def table_rows(results: dict[str, dict[str, dict[str, Any]]]) -> list[list[str]]:
-    """Rows of the printed table: measured next to the notes' figures."""
+    """Rows of the printed table: measured next to the reference figures."""
     rows = []
     for scenario in SCENARIOS:
         for pattern in PATTERNS:
@@ -489,10 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from _harness import print_table
 
     print_table(
-        "Multi-agent patterns: model calls and tokens (notes' token model)",
-        ["scenario", "pattern", "calls", "notes", "tokens", "model", "ratio", "wall/L"],
+        "Multi-agent patterns: model calls and tokens (word-count token model)",
+        ["scenario", "pattern", "calls", "ref", "tokens", "model", "ratio", "wall/L"],
         table_rows(results),
-        footer=(f"notes: the seed's call counts; model: the notes' token model; "
+        footer=(f"ref: call counts of LangChain's multi-agent docs; model: the token model; "
                 f"wall/L: wall time with each model call taking L = {args.latency:g} s"),
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -503,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if results[s][p]["calls"] != REFERENCE[s][p]["calls"]
     ]
     if mismatched:
-        print("call counts differ from the notes: " + ", ".join(mismatched), file=sys.stderr)
+        print("call counts differ from the reference: " + ", ".join(mismatched), file=sys.stderr)
         return 1
     return 0
 

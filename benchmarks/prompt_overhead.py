@@ -27,14 +27,14 @@ its default agent sends an empty system prompt here; with such a model it would 
 
 A third, fathom-venv-only configuration shows the floor: a **hand-written supervisor**
 built with `langchain.agents.create_agent`, a short system prompt and one wrapper tool that
-hands a request to a subagent (the pattern of the reference notes' appendix 13). It is not
+hands a request to a subagent (the Subagents pattern of LangChain's multi-agent docs). It is not
 fathom; it sits in the fathom column with no deepagents figure.
 
-Reference capture (seed 000, lines 2572–2706, summarized in
-`/work/shared/reference/notes-subagents-async-dynamic.md` and `notes-multiagent-patterns.md`
-§2.11): with deepagents 0.7.5 and a DeepSeek model, Deep Agents' first call carried about
-2,600 input tokens (2,622) where a hand-written supervisor carried about 350 (347). Those
-figures come from a provider's usage report, not from this run; they are cited in a note only.
+Reference capture (aicooleo's published Deep Agents study notes, appendix 14, "hand-written
+`@tool` subagent vs Deep Agents `subagents=`", 2026-08-30): with deepagents 0.7.5 and a
+DeepSeek model, Deep Agents' first call carried about 2,600 input tokens (2,622) where a
+hand-written supervisor carried about 350 (347). Those figures come from a provider's usage
+report, not from this run; they are cited in a note only.
 
 Two modes, like the other benchmarks:
 
@@ -74,7 +74,7 @@ USER_MESSAGE = "Compare Python, JavaScript and Rust for building a small web ser
 """The one user message sent in every configuration."""
 
 FIXED_TIMESTAMP = "2026-01-01T00:00:00+00:00"
-"""Timestamp of the seeded files, fixed so both sides get byte-identical file data."""
+"""Timestamp of the pre-filled files, fixed so both sides get byte-identical file data."""
 
 AGENTS_MD = """# Project notes
 
@@ -112,7 +112,7 @@ HANDWRITTEN_SYSTEM_PROMPT = (
 )
 
 SEED_NOTE = (
-    "seed 000 L2572-2706 (deepagents 0.7.5, provider usage): Deep Agents' first call "
+    "published capture (deepagents 0.7.5, provider usage): Deep Agents' first call "
     "~2,600 input tokens (2,622) vs a hand-written supervisor's ~350 (347)"
 )
 

@@ -33,7 +33,7 @@ def _local_baseline(workspace: str) -> tuple[str, Callable[[], object]]:
             "subprocess.run('true', shell=True) (LocalShellBackend is missing)",
             lambda: subprocess.run("true", shell=True, check=True, cwd=workspace),
         )
-    backend = LocalShellBackend(workspace)
+    backend = LocalShellBackend(workspace)  # confined file tools (the default); commands aren't
     return "LocalShellBackend.execute('true')", lambda: backend.execute("true")
 
 

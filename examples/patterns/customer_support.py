@@ -1,6 +1,6 @@
 """Customer support as a state machine: one agent, three steps, tools that move between them.
 
-Multi-agent patterns notes §3.2 (the handoffs customer-support tutorial). The agent first
+LangChain's customer-support-with-handoffs tutorial (multi-agent docs). The agent first
 collects the warranty status, then classifies the issue as hardware or software, then
 resolves it: software issues and in-warranty hardware get a solution, out-of-warranty
 hardware goes to a human. `current_step` lives in graph state, so with a checkpointer and

@@ -1,9 +1,9 @@
 """Personal assistant with subagents: a supervisor over a calendar agent and an email agent.
 
-Multi-agent notes §3.1 (tutorial 09). Three layers: stub API tools (bottom) that record
-what they do in an in-memory calendar and outbox; two domain subagents that turn natural
-language into those calls (middle); a supervisor that sees only two tools,
-`schedule_event` and `manage_email`, and merges their answers (top).
+LangChain's personal-assistant-with-subagents tutorial (multi-agent docs). Three layers:
+stub API tools (bottom) that record what they do in an in-memory calendar and outbox; two
+domain subagents that turn natural language into those calls (middle); a supervisor that
+sees only two tools, `schedule_event` and `manage_email`, and merges their answers (top).
 
 The run shows:
 

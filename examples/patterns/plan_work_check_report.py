@@ -1,7 +1,8 @@
 """Plan → work → check → report: campaign picks with compliant promo copy.
 
-The custom-workflow pattern (seed 001; the campaign example of note 16). The request asks
-for spring-sale recommendations and promo copy for a user but does not say which user, so:
+The custom-workflow pattern (a LangGraph graph of your own) on a marketing-campaign request
+with dependent tasks. The request asks for spring-sale recommendations and promo copy for
+a user but does not say which user, so:
 
 1. the planner asks (an interrupt) and the run resumes with the answer;
 2. round 1 runs in two waves: campaign rules and product recall in parallel, then the

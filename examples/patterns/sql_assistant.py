@@ -1,15 +1,15 @@
 """SQL assistant with skills: one agent loads a database skill, then queries by its rules.
 
-Multi-agent notes §3.3 (tutorial 11). The agent's system prompt carries only a catalogue
-of two skills (`sales_analytics`, `inventory_management`); `SkillMiddleware` appends it to
-every model call and adds the `load_skill` tool. Asked for "customers who made orders over
-$1000 in the last month", the agent loads `sales_analytics`, whose schema and business
-rules (revenue counts only `completed` orders, high value means `total_amount > 1000`)
-reach it as a tool result, and writes SQL that follows them.
+LangChain's SQL-assistant-with-skills tutorial (multi-agent docs). The agent's system prompt
+carries only a catalogue of two skills (`sales_analytics`, `inventory_management`);
+`SkillMiddleware` appends it to every model call and adds the `load_skill` tool. Asked for
+"customers who made orders over $1000 in the last month", the agent loads `sales_analytics`,
+whose schema and business rules (revenue counts only `completed` orders, high value means
+`total_amount > 1000`) reach it as a tool result, and writes SQL that follows them.
 
 The query runs through `run_sql_query`, a tool that
 - refuses until the skill for its `vertical` is loaded (`require_skill`),
-- passes the notes' read-only guard (no INSERT/UPDATE/DELETE/DROP/ALTER/TRUNCATE, only
+- passes the tutorial's read-only guard (no INSERT/UPDATE/DELETE/DROP/ALTER/TRUNCATE, only
   the tables `customers`, `orders`, `order_items`),
 - runs the query on a real SQLite database this example creates with sample rows
   (opened read-only) and returns the rows.
@@ -17,9 +17,9 @@ The query runs through `run_sql_query`, a tool that
 A second turn in the same thread asks to delete the cancelled orders: the skill is still
 in the conversation, so it is not loaded again, and the guard refuses the DELETE.
 
-The seed elides the `inventory_management` content; the one below is INVENTED for this
-example (tables after the official tutorial's), and the sales content is the seed's, with
-its date arithmetic written for SQLite.
+The `inventory_management` content below is INVENTED for this example (tables after the
+tutorial's); the sales content follows the tutorial, with its date arithmetic written for
+SQLite.
 
 Run: `.venv/bin/python examples/patterns/sql_assistant.py`
 or with a real model: `... sql_assistant.py --model openai:gpt-4.1-mini`
@@ -118,7 +118,7 @@ _TABLE = re.compile(r"\b(?:from|join)\s+([A-Za-z_]\w*)", re.IGNORECASE)
 
 
 def guard(query: str) -> str | None:
-    """The notes' read-only guard: an error for the model, or `None` if the query may run."""
+    """The tutorial's read-only guard: an error for the model, or `None` if the query may run."""
     if _WRITE.search(query):
         return "Error: only read-only queries (SELECT) allowed"
     tables = {name.lower() for name in _TABLE.findall(query)}

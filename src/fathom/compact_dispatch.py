@@ -15,13 +15,14 @@ change that message, so the restored arguments are always the approved ones.
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
 
 from langchain.agents.middleware.types import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
+from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["ELIDED_ARGS_KEY", "ToolArgsFromMessagesMiddleware", "compact_tool_dispatch"]
 
@@ -48,7 +49,14 @@ def _elide_sends(result: Any) -> Any:
     ]
 
 
-def compact_tool_dispatch(agent: CompiledStateGraph) -> CompiledStateGraph:
+def _interrupt_nodes(nodes: Sequence[str] | Literal["*"]) -> list[str] | Literal["*"]:
+    """A compiled graph's interrupt nodes in the form `compile()` takes them back."""
+    return "*" if nodes == "*" else list(nodes)
+
+
+def compact_tool_dispatch(
+    agent: CompiledStateGraph[StateT, ContextT, InputT, OutputT],
+) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
     """Recompile `agent` (from `create_agent`) with argument-free tool dispatch.
 
     Returns `agent` unchanged when its graph has no tool edge (an agent without tools).
@@ -59,13 +67,14 @@ def compact_tool_dispatch(agent: CompiledStateGraph) -> CompiledStateGraph:
         spec = branches.get(_EDGE_NAME)
         if spec is None:
             continue
-        edge = spec.path.func  # type: ignore[attr-defined]
+        # LangGraph types a branch's path as a Runnable; it is a RunnableCallable with `func`.
+        edge = spec.path.func  # pyright: ignore[reportAttributeAccessIssue]
 
         def model_to_tools(state: Any, _edge: Callable[[Any], Any] = edge) -> Any:
             return _elide_sends(_edge(state))
 
         path = copy.copy(spec.path)
-        path.func = model_to_tools  # type: ignore[attr-defined]
+        path.func = model_to_tools  # pyright: ignore[reportAttributeAccessIssue]
         branches[_EDGE_NAME] = spec._replace(path=path)
         found = True
     if not found:
@@ -73,8 +82,8 @@ def compact_tool_dispatch(agent: CompiledStateGraph) -> CompiledStateGraph:
     return builder.compile(
         checkpointer=agent.checkpointer,
         store=agent.store,
-        interrupt_before=agent.interrupt_before_nodes,
-        interrupt_after=agent.interrupt_after_nodes,
+        interrupt_before=_interrupt_nodes(agent.interrupt_before_nodes),
+        interrupt_after=_interrupt_nodes(agent.interrupt_after_nodes),
         debug=agent.debug,
         name=agent.name,
         cache=agent.cache,

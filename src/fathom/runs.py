@@ -35,7 +35,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
@@ -43,6 +43,11 @@ from langgraph._internal._constants import CONFIG_KEY_TASK_ID
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
+from langgraph.typing import ContextT, InputT, OutputT, StateT
+from typing_extensions import TypeVar
+
+if TYPE_CHECKING:
+    from langgraph._internal._typing import StateLike
 
 __all__ = [
     "ThreadBusyError",
@@ -93,7 +98,9 @@ def _claim(checkpointer: Any, thread_id: str, namespace: str) -> Iterator[None]:
             _RUNNING.get(checkpointer, set()).discard(key)
 
 
-def _guard_key(graph: CompiledStateGraph, config: RunnableConfig | None) -> tuple[Any, str, str]:
+def _guard_key(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig | None
+) -> tuple[Any, str, str]:
     """(checkpointer, thread_id, namespace) to claim for a run; checkpointer None: unguarded.
 
     Unguarded: no saver of its own (a subgraph, or no checkpointer), a nested call (the
@@ -112,7 +119,14 @@ def _guard_key(graph: CompiledStateGraph, config: RunnableConfig | None) -> tupl
     return saver, str(thread_id), str(configurable.get("checkpoint_ns", ""))
 
 
-class ThreadGuardedGraph(CompiledStateGraph):
+# from_graph's own type variables: it is called on the class, unspecialised
+_S = TypeVar("_S", bound="StateLike")
+_C = TypeVar("_C", bound="StateLike | None")
+_I = TypeVar("_I", bound="StateLike")
+_O = TypeVar("_O", bound="StateLike")
+
+
+class ThreadGuardedGraph(CompiledStateGraph[StateT, ContextT, InputT, OutputT]):
     """A compiled agent graph that runs at most one run per thread at a time.
 
     `invoke`, `ainvoke`, `stream`, `astream` and the event streams all go through
@@ -126,14 +140,18 @@ class ThreadGuardedGraph(CompiledStateGraph):
     """
 
     @classmethod
-    def from_graph(cls, graph: CompiledStateGraph) -> ThreadGuardedGraph:
+    def from_graph(
+        cls, graph: CompiledStateGraph[_S, _C, _I, _O]
+    ) -> ThreadGuardedGraph[_S, _C, _I, _O]:
         """The same compiled graph (nodes, channels, config, checkpointer), guarded."""
-        if isinstance(graph, cls):
-            return graph
-        attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
-        return cls(**attrs)
+        guarded: object = graph
+        if not isinstance(graph, cls):
+            attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+            guarded = cls(**attrs)
+        # the same graph, so the same state, context, input and output types
+        return cast("ThreadGuardedGraph[_S, _C, _I, _O]", guarded)
 
-    def stream(  # type: ignore[override]
+    def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """`CompiledStateGraph.stream`, refused with `ThreadBusyError` on a busy thread."""
@@ -144,7 +162,7 @@ class ThreadGuardedGraph(CompiledStateGraph):
         with _claim(saver, thread_id, namespace):
             yield from super().stream(input, config, **kwargs)
 
-    async def astream(  # type: ignore[override]
+    async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """`CompiledStateGraph.astream`, refused with `ThreadBusyError` on a busy thread."""
@@ -212,7 +230,7 @@ def _ready(snapshot: StateSnapshot) -> bool:
 
 
 def finish_pending_step(
-    graph: CompiledStateGraph, config: RunnableConfig, **invoke_kwargs: Any
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, **invoke_kwargs: Any
 ) -> bool:
     """Finish a thread's interrupted run before a new message is sent to it.
 
@@ -243,7 +261,7 @@ def finish_pending_step(
 
 
 async def afinish_pending_step(
-    graph: CompiledStateGraph, config: RunnableConfig, **invoke_kwargs: Any
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, **invoke_kwargs: Any
 ) -> bool:
     """Async `finish_pending_step`: `ainvoke(None)` on a thread whose run stopped mid-step."""
     snapshot = await graph.aget_state(config)

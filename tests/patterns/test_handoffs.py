@@ -1,4 +1,4 @@
-"""Handoffs (`fathom.patterns.handoffs`): TB-33 … TB-44 of the multi-agent notes, plus stickiness.
+"""Handoffs (`fathom.patterns.handoffs`): the behaviours of the handoffs pattern, plus stickiness.
 
 Everything runs real LangChain agents and LangGraph graphs with real checkpointers; the
 only stand-in is the model, a `ScriptedModel` whose policies decide from what each call is
@@ -233,7 +233,7 @@ def test_tb38_every_state_change_is_answered_by_a_matching_tool_message(cs: Modu
 
 
 def test_tb38_a_command_without_its_tool_message_is_rejected() -> None:
-    """The tutorial's go-back tool as written (seed bug, notes §7 row 7) fails in LangGraph."""
+    """The tutorial's go-back tool as written (a `Command`, no `ToolMessage`) fails in LangGraph."""
 
     @tool
     def go_back_to_start(runtime: ToolRuntime) -> Command:

@@ -162,7 +162,7 @@ def sub(task_id: str, *deps: str, action: str = "lookup") -> SubTask:
 
 
 def test_waves_group_independent_tasks_and_follow_dependencies() -> None:
-    # The campaign example of note 16: ③ needs ②, ④ needs ③.
+    # The campaign example: ③ needs ②, ④ needs ③.
     tasks = [sub("rules"), sub("recall"), sub("copy", "recall"), sub("review", "copy")]
     assert compute_waves(tasks) == [["rules", "recall"], ["copy"], ["review"]]
 

@@ -181,7 +181,7 @@ def ask_decisions(
     shown. Returns `{interrupt_id: {"decisions": [...]}}` with one decision per tool call,
     in order. KeyboardInterrupt and EOFError propagate: the approvals then stay pending.
     """
-    out = out or sys.stdout
+    stream: TextIO = out or sys.stdout
     resume: dict[str, Any] = {}
     for approval in approvals:
         decisions = []
@@ -192,7 +192,7 @@ def ask_decisions(
                  if config.get("action_name") == request.get("name")),
                 list(CHOICES),
             )
-            _show(request, out)
-            decisions.append(_decide(request, allowed, ask, out, editor))
+            _show(request, stream)
+            decisions.append(_decide(request, allowed, ask, stream, editor))
         resume[approval.interrupt_id] = {"decisions": decisions}
     return resume

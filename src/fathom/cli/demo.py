@@ -150,8 +150,8 @@ def run_demo(*, plain: bool = False, out: TextIO | None = None) -> int:
     from fathom.cli.session import Session
     from fathom.cli.threads import ThreadIndex, threads_db_path
 
-    out = out or sys.stdout
-    say = lambda text: (out.write(text + "\n"), out.flush())  # noqa: E731
+    stream: TextIO = out or sys.stdout
+    say = lambda text: (stream.write(text + "\n"), stream.flush())  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="fathom-demo-") as tmp:
         project, home = Path(tmp) / "project", Path(tmp) / "home"
         for name, text in PROJECT_FILES.items():
@@ -165,18 +165,18 @@ def run_demo(*, plain: bool = False, out: TextIO | None = None) -> int:
         say(f"Project: {project} (calc/ops.py, calc/parse.py, fathom.toml, .fathom/AGENTS.md, "
             ".fathom/agents/reader.md)\n")
         say(f"› {DEMO_TASK}")
-        with Session(_setup(project, home, model), db, make_display(plain, out)) as session:
+        with Session(_setup(project, home, model), db, make_display(plain, stream)) as session:
             thread = session.threads.new_thread_id()
             result = session.run(thread, DEMO_TASK)
             while result.status == "approval":
                 session.display.pause()
-                resume = ask_decisions(result.approvals, ask=_scripted_answer(out), out=out)
+                resume = ask_decisions(result.approvals, ask=_scripted_answer(stream), out=stream)
                 result = session.run(thread, resume=resume)
         guide = project / "GUIDE.md"
         say(f"\nGUIDE.md on disk:\n{guide.read_text(encoding='utf-8') if guide.exists() else '-'}")
         say(f"Session closed. A new one resumes thread {thread} (like `fathom --resume`):\n")
         say(f"› {FOLLOW_UP}")
-        with Session(_setup(project, home, model), db, make_display(plain, out)) as session:
+        with Session(_setup(project, home, model), db, make_display(plain, stream)) as session:
             follow = session.run(thread, FOLLOW_UP)
         threads = ThreadIndex(db).list()
         say(f"\nThreads in {db.relative_to(project)}: "

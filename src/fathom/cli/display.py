@@ -681,12 +681,12 @@ def make_display(plain: bool, stream: TextIO | None = None) -> Display:
     `PlainDisplay` when `plain` is set, when the stream is not a terminal, or when
     `TERM=dumb`; otherwise a `RichDisplay` writing to the stream.
     """
-    stream = stream if stream is not None else sys.stdout
-    if plain or os.environ.get("TERM") == "dumb" or not _isatty(stream):
-        return PlainDisplay(stream)
+    target: TextIO = stream if stream is not None else sys.stdout
+    if plain or os.environ.get("TERM") == "dumb" or not _isatty(target):
+        return PlainDisplay(target)
     from rich.console import Console
 
-    return RichDisplay(Console(file=stream))
+    return RichDisplay(Console(file=target))
 
 
 def _isatty(stream: TextIO) -> bool:

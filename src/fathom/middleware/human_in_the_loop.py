@@ -57,7 +57,7 @@ def normalize_interrupt_on(
                     f"interrupt_on[{tool!r}] has unknown decisions {sorted(unknown)}; "
                     f"allowed are {sorted(_VALID_DECISIONS)}"
                 )
-            normalized[tool] = InterruptOnConfig(**config)  # type: ignore[typeddict-item]
+            normalized[tool] = InterruptOnConfig(**config)
         else:
             raise ValueError(
                 f"interrupt_on[{tool!r}] must be True, False or an InterruptOnConfig, "

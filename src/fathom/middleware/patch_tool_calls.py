@@ -28,7 +28,14 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    InvalidToolCall,
+    RemoveMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
@@ -38,7 +45,7 @@ MAX_MALFORMED_RETRIES = 3
 """Extra model calls in one step when every tool call the model makes is malformed."""
 
 
-def _cancelled_result(call: dict[str, Any]) -> ToolMessage:
+def _cancelled_result(call: ToolCall) -> ToolMessage:
     return ToolMessage(
         content=(
             f"Tool call {call['name']} (id {call['id']}) did not complete: the run stopped "
@@ -65,7 +72,7 @@ def patch_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage] | 
     return patched if changed else None
 
 
-def _invalid_call_id(message: AIMessage, position: int, call: dict[str, Any]) -> str:
+def _invalid_call_id(message: AIMessage, position: int, call: InvalidToolCall) -> str:
     """A stable id for an id-less malformed call: the same message gets the same id."""
     seed = json.dumps(
         [message.id, position, call.get("name"), call.get("args"), call.get("error")],

@@ -82,9 +82,11 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
         tool_description: Replaces the `write_todos` tool description.
     """
 
-    # The parallel-call guard is in the tool; no extra graph node per step.
-    after_model = AgentMiddleware.after_model
-    aafter_model = AgentMiddleware.aafter_model
+    # The parallel-call guard is in the tool; no extra graph node per step. LangChain adds a
+    # hook's node only when the method is not the base class's own function, so it must be
+    # that very function (whose `self` type is the base class's).
+    after_model = AgentMiddleware.after_model  # pyright: ignore[reportAssignmentType]
+    aafter_model = AgentMiddleware.aafter_model  # pyright: ignore[reportAssignmentType]
 
     def __init__(
         self,

@@ -251,7 +251,7 @@ class SubAgentMiddleware(AgentMiddleware):
             if key not in _PRIVATE_KEYS and (channels is None or key in channels)
         }
         payload["messages"] = [HumanMessage(content=description)]
-        config = dict(runtime.config or {})
+        config = RunnableConfig(**(runtime.config or {}))
         metadata = {
             **(config.get("metadata") or {}),
             "lc_agent_name": spec["name"],
@@ -260,7 +260,7 @@ class SubAgentMiddleware(AgentMiddleware):
             "fathom_task_call_id": runtime.tool_call_id,
         }
         config["metadata"] = metadata
-        return spec, payload, config  # type: ignore[return-value]
+        return spec, payload, config
 
     def _finish(
         self,

@@ -1,6 +1,6 @@
 """Handoffs: behaviour that changes with a state variable that tools set.
 
-Two shapes of the same idea (reference notes, multi-agent patterns §1.2):
+Two shapes of the same idea (the handoffs pattern of LangChain's multi-agent docs):
 
 - **One agent, many steps.** `StepMiddleware` reads a step name from state (`current_step`
   by default) before every model call and gives the model that step's prompt and tools.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import string
 import types
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, cast
 
@@ -645,7 +645,7 @@ def build_handoff_graph(
         return known(route_after_agent(state, first))
 
     builder = StateGraph(state_schema)
-    destinations: list[Hashable] = [*names, END]
+    destinations: list[str] = [*names, END]
     for agent_name in names:
         builder.add_node(agent_name, agents[agent_name])
         builder.add_conditional_edges(agent_name, after, destinations)

@@ -34,7 +34,7 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, Required, TypedDict, cast
 
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -143,7 +143,7 @@ class RouterState(TypedDict, total=False):
         final_answer: The merged answer.
     """
 
-    query: str
+    query: Required[str]
     classifications: list[Classification]
     results: Annotated[list[ExpertResult], operator.add]
     final_answer: str
@@ -268,13 +268,17 @@ def build_classification_schema(
         source=(source_type, Field(description=source_help)),
         query=(str, Field(description="The sub-question to ask this source.")),
     )
+    # `item` exists only at run time, so the field type is built as a value.
+    fields: dict[str, Any] = {
+        "classifications": (
+            list[item],
+            Field(description="One entry per relevant source; empty if none fits."),
+        ),
+    }
     return create_model(
         "ClassificationResult",
         __doc__="The knowledge sources relevant to the question (possibly none).",
-        classifications=(
-            list[item],  # type: ignore[valid-type]
-            Field(description="One entry per relevant source; empty if none fits."),
-        ),
+        **fields,
     )
 
 
@@ -310,7 +314,11 @@ class _Router:
     ) -> None:
         self.experts = {e.name: e for e in experts}
         self.schema = build_classification_schema(list(self.experts), single=single)
-        self.structured = classifier.with_structured_output(self.schema, include_raw=True)
+        # with `include_raw=True` the answer is always the dict {raw, parsed, parsing_error}
+        self.structured = cast(
+            "Runnable[Any, dict[str, Any]]",
+            classifier.with_structured_output(self.schema, include_raw=True),
+        )
         self.synthesizer = synthesizer
         self.routing_prompt = routing_prompt
         self.synthesis_prompt = synthesis_prompt
@@ -349,7 +357,8 @@ class _Router:
     def _decide(self, state: RouterState, parsed: BaseModel) -> dict[str, Any] | Command[str]:
         query = state["query"]
         if self.single:
-            source = str(parsed.source)  # type: ignore[attr-defined]
+            # the schema is built at run time (`build_classification_schema`)
+            source = str(parsed.source)  # pyright: ignore[reportAttributeAccessIssue]
             chosen = [Classification(source=source, query=query)]
             return Command(
                 goto=source, update={"classifications": chosen, "results": Overwrite([])}
@@ -357,7 +366,7 @@ class _Router:
         # An empty sub-question would leave the expert nothing to answer: ask the original.
         chosen = [
             Classification(source=str(c.source), query=c.query.strip() or query)
-            for c in parsed.classifications  # type: ignore[attr-defined]
+            for c in parsed.classifications  # pyright: ignore[reportAttributeAccessIssue]
         ]
         return {"classifications": chosen, "results": Overwrite([])}
 

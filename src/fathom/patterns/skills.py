@@ -16,8 +16,9 @@ agent = create_agent(
 )
 ```
 
-This is the seed's light construct over `create_agent`. fathom's deep-agent skills
-(`fathom.middleware.skills`) read `SKILL.md` files from a backend instead.
+This is the light construct over `create_agent` that LangChain's multi-agent docs describe.
+fathom's deep-agent skills (`fathom.middleware.skills`) read `SKILL.md` files from a backend
+instead.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain.tools import ToolRuntime
 from langchain_core.messages import SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
@@ -179,7 +180,7 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
         )
         self.catalog = f"\n\n## Available Skills\n\n{listing}\n\n{_CATALOG_HINT}\n"
         tool_listing = "\n".join(f"- {s['name']}: {s['description']}" for s in self.skills.values())
-        self.tools: list[BaseTool] = [
+        self.tools = [
             StructuredTool.from_function(
                 name=LOAD_SKILL_TOOL,
                 description=(

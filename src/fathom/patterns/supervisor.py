@@ -25,8 +25,8 @@ them per agent. An interrupt raised inside a subagent (for example by
 `HumanInTheLoopMiddleware`) pauses the supervisor's run; the supervisor's checkpointer is
 enough to resume it, and the subagents need none of their own.
 
-This is the seed's light construct over `create_agent`; fathom's deep agent has its own
-`task` tool in `fathom.middleware.subagents`.
+This is the light construct over `create_agent` of LangChain's multi-agent docs; fathom's
+deep agent has its own `task` tool in `fathom.middleware.subagents`.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _agent_label(agent: Runnable[Any, Any], fallback: str) -> str:
 
 
 def _child_config(runtime: ToolRuntime, label: str) -> RunnableConfig:
-    config: RunnableConfig = dict(runtime.config or {})  # type: ignore[assignment]
+    config = RunnableConfig(**(runtime.config or {}))
     config["metadata"] = {
         **(config.get("metadata") or {}),
         # The supervisor's own name is in the inherited metadata; it must not win.
@@ -171,7 +171,7 @@ def _no_checkpointer_error(config: RunnableConfig, label: str) -> RuntimeError |
     )
 
 
-def _failure(tool_name: str, label: str, call_id: str, error: Exception) -> ToolMessage:
+def _failure(tool_name: str, label: str, call_id: str | None, error: Exception) -> ToolMessage:
     logger.warning("subagent %r failed", label, exc_info=error)
     return ToolMessage(
         content=(

@@ -77,6 +77,7 @@ def _tool_calls(raw: Any, where: str) -> tuple[list[ToolCall], list[InvalidToolC
         arguments = function.get("arguments") or "{}"
         call_id = call.get("id")
         error: str | None = None
+        args: Any = None
         try:
             args = json.loads(arguments)
         except (TypeError, json.JSONDecodeError) as exc:
@@ -223,8 +224,14 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
     _client_gone = False
+
+    @property
+    def _model(self) -> ScriptedModel:
+        """The scripted model of the server this request came to (always a `_Server`)."""
+        server = self.server
+        assert isinstance(server, _Server)
+        return server.scripted_model
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
@@ -233,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self._route() == _MODELS_PATH:
-            model = self.server.scripted_model.model_name
+            model = self._model.model_name
             entry = {"id": model, "object": "model", "created": 0, "owned_by": "fathom"}
             self._send_json(200, {"object": "list", "data": [entry]})
         else:
@@ -258,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, f"{type(exc).__name__}: {exc}", "server_error", "script_error")
 
     def _chat_completions(self, payload: dict[str, Any]) -> None:
-        model = self.server.scripted_model
+        model = self._model
         messages = [_to_message(raw, i) for i, raw in enumerate(payload["messages"])]
         model.wait_turn()
         reply = model.respond(messages, payload.get("tools") or [])

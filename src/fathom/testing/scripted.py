@@ -268,7 +268,7 @@ class RecordedRequest(_MessageViews):
     response: AIMessage
 
     @property
-    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:  # pyright: ignore[reportIncompatibleVariableOverride]
         """Copies of the messages received, including the system message (a new list)."""
         return self._tape[: self._length]
 
@@ -395,7 +395,10 @@ class ScriptedModel(BaseChatModel):
         bound = [dict(t) for t in tools or []]
         with self._lock:
             previous = self._record[-1].tools if self._record else None
-            kept_tools = previous if previous == bound else copy.deepcopy(bound)
+            kept_tools = (
+                previous if previous is not None and previous == bound
+                else copy.deepcopy(bound)
+            )
             index = self._next_index
             self._next_index += 1
             script = self._script_for(index, received)

@@ -9,7 +9,7 @@ dependency did not succeed is skipped rather than run without its input.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
@@ -17,6 +17,18 @@ from langgraph.types import Send
 from fathom.patterns.workflow.contracts import ActionRegistry, SubTask, TaskResult, WorkItem
 from fathom.patterns.workflow.state import WorkflowState, emitter
 from fathom.patterns.workflow.workers import Emit, WorkerRunner
+
+
+class WorkPacket(TypedDict):
+    """What `route` sends to one `worker` run: a task and what it needs from its wave."""
+
+    task: SubTask
+    upstream: dict[str, str]
+    """Outputs of the dependencies that succeeded, by task id."""
+    blocked: list[str]
+    """Dependencies without a successful result: the task is not run."""
+    round: int
+    wave: int
 
 __all__ = ["Dispatcher"]
 
@@ -54,7 +66,7 @@ class Dispatcher:
                 for dep in task.depends_on
                 if dep in results and results[dep].status == "ok"
             }
-            packet = {
+            packet: WorkPacket = {
                 "task": task,
                 "upstream": upstream,
                 "blocked": [dep for dep in task.depends_on if dep not in upstream],
@@ -64,7 +76,7 @@ class Dispatcher:
             sends.append(Send("worker", packet))
         return sends
 
-    def _work_setup(self, packet: Mapping[str, Any]) -> tuple[WorkItem, Emit, TaskResult | None]:
+    def _work_setup(self, packet: WorkPacket) -> tuple[WorkItem, Emit, TaskResult | None]:
         task: SubTask = packet["task"]
         round_number = int(packet["round"])
         item = WorkItem(
@@ -108,7 +120,7 @@ class Dispatcher:
         )
         return {"results": {result.task_id: result}}
 
-    def work(self, packet: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def work(self, packet: WorkPacket, config: RunnableConfig) -> dict[str, Any]:
         """Run one task on its worker (one of several in parallel)."""
         item, emit, result = self._work_setup(packet)
         if result is None:
@@ -118,7 +130,7 @@ class Dispatcher:
             )
         return self._work_done(result, emit)
 
-    async def awork(self, packet: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def awork(self, packet: WorkPacket, config: RunnableConfig) -> dict[str, Any]:
         """Async `work`."""
         item, emit, result = self._work_setup(packet)
         if result is None:

@@ -35,20 +35,14 @@ __all__ = ["PlannerNode"]
 
 def _plan_prompt_schema(registry: ActionRegistry, agents: list[str]) -> type[BaseModel]:
     """`Plan` as the model sees it: actions and agents constrained to the known names."""
-    action_names = tuple(registry)
-    task = create_model(  # type: ignore[call-overload]
-        "SubTask",
-        __base__=SubTask,
-        __doc__=SubTask.__doc__,
-        action=(Literal[action_names], Field(description="One of the registered actions.")),
-        agent=(Literal[tuple(agents)], Field(description="The worker that performs it.")),
-    )
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        "Plan",
-        __base__=Plan,
-        __doc__=Plan.__doc__,
-        tasks=(list[task], Field(default_factory=list)),
-    )
+    # The names are known only at run time, so the field types are built as values.
+    task_fields: dict[str, Any] = {
+        "action": (Literal[tuple(registry)], Field(description="One of the registered actions.")),
+        "agent": (Literal[tuple(agents)], Field(description="The worker that performs it.")),
+    }
+    task = create_model("SubTask", __base__=SubTask, __doc__=SubTask.__doc__, **task_fields)
+    plan_fields: dict[str, Any] = {"tasks": (list[task], Field(default_factory=list))}
+    return create_model("Plan", __base__=Plan, __doc__=Plan.__doc__, **plan_fields)
 
 
 class PlannerNode:
@@ -93,7 +87,7 @@ class PlannerNode:
         messages = planner_messages(
             self.registry,
             self.workers,
-            request=state["request"],
+            request=state.get("request", ""),
             clarifications=state.get("clarifications") or [],
             kept=kept,
             redo=state.get("redo") or [],
@@ -240,7 +234,8 @@ class PlannerNode:
         """Pause for the user's answer to the planner's question, then plan again."""
         plan = state.get("plan")
         question = plan.question if plan is not None else ""
-        answer = interrupt({"type": "clarify", "question": question, "request": state["request"]})
+        request = state.get("request", "")
+        answer = interrupt({"type": "clarify", "question": question, "request": request})
         if isinstance(answer, dict) and isinstance(answer.get("answer"), str):
             answer = answer["answer"]
         if not isinstance(answer, str) or not answer.strip():

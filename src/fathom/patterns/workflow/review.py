@@ -45,7 +45,7 @@ class CheckerNode:
         emit("check_thinking", f"checking round {round_number}", round=round_number)
         results = state.get("results") or {}
         messages = checker_messages(
-            request=state["request"],
+            request=state.get("request", ""),
             clarifications=state.get("clarifications") or [],
             tasks=state.get("tasks") or {},
             results=results,
@@ -140,7 +140,7 @@ class ReporterNode:
         emitter()("report_thinking", "writing the report", status=status)
         verdict = state.get("verdict")
         messages = reporter_messages(
-            request=state["request"],
+            request=state.get("request", ""),
             clarifications=state.get("clarifications") or [],
             results=state.get("results") or {},
             status=status,

@@ -55,7 +55,7 @@ def named_config(config: RunnableConfig | None, agent_name: str) -> RunnableConf
     """`config` with `lc_agent_name` set, so usage and streams attribute calls to `agent_name`."""
     merged: dict[str, Any] = dict(config or {})
     merged["metadata"] = {**(merged.get("metadata") or {}), "lc_agent_name": agent_name}
-    return RunnableConfig(**merged)  # type: ignore[typeddict-item]
+    return RunnableConfig(**merged)
 
 
 Validator = Callable[[T], list[str]]

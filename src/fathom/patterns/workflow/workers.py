@@ -28,7 +28,7 @@ from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 
-from fathom.patterns.workflow.contracts import Action, TaskResult, WorkItem
+from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, WorkItem
 from fathom.patterns.workflow.structured import named_config
 
 __all__ = ["Emit", "Worker", "WorkerRunner", "render_task"]
@@ -195,7 +195,7 @@ class WorkerRunner:
         task = item.task
         cfg = self._config(item, config, emit)
         started = time.monotonic()
-        failure: tuple[str, str] = ("failed", "")
+        failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
             this = item.model_copy(update={"attempt": attempt})
             try:
@@ -217,7 +217,7 @@ class WorkerRunner:
         task = item.task
         cfg = self._config(item, config, emit)
         started = time.monotonic()
-        failure: tuple[str, str] = ("failed", "")
+        failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
             this = item.model_copy(update={"attempt": attempt})
             try:
@@ -244,7 +244,7 @@ class WorkerRunner:
     def _result(
         self,
         item: WorkItem,
-        status: str,
+        status: TaskStatus,
         attempts: int,
         started: float,
         *,
@@ -255,7 +255,7 @@ class WorkerRunner:
             task_id=item.task.id,
             agent=self.agent,
             action=item.task.action,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             output=output,
             error=error,
             attempts=attempts,
@@ -264,7 +264,7 @@ class WorkerRunner:
         )
 
 
-def _describe_failure(error: Exception, timeout: float | None) -> tuple[str, str]:
+def _describe_failure(error: Exception, timeout: float | None) -> tuple[TaskStatus, str]:
     if isinstance(error, _TaskTimeout):
         return "timeout", f"timed out after {timeout:g}s"
     return "failed", f"{type(error).__name__}: {error}"
