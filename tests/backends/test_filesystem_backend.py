@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
+from tests.backends.trees import tree_snapshot
 
 from fathom import create_deep_agent
 from fathom.backends import BackendProtocol, supports_delete
@@ -86,20 +87,6 @@ def kind(result: Any) -> ErrorKind | None:
     return result.error.kind
 
 
-def snapshot(path: Path) -> dict[str, bytes | str]:
-    """Every entry under `path`: file bytes, link targets, and directories."""
-    found: dict[str, bytes | str] = {}
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            key = os.path.relpath(full, path)
-            if os.path.islink(full):
-                found[key] = "-> " + os.readlink(full)
-            elif os.path.isdir(full):
-                found[key] = "dir"
-            else:
-                found[key] = Path(full).read_bytes()
-    return found
 
 
 def temp_files(path: Path) -> list[str]:
@@ -741,7 +728,7 @@ def test_grep_lists_too_large_files_as_skipped(searcher: FilesystemBackend, root
 def test_virtual_mode_refuses_escaping_paths(
     vfs: FilesystemBackend, tmp_path: Path, outside: Path, path: str, fragment: str
 ) -> None:
-    before = snapshot(tmp_path)
+    before = tree_snapshot(tmp_path)
     results = [
         vfs.read(path),
         vfs.write(path, "pwned"),
@@ -753,7 +740,7 @@ def test_virtual_mode_refuses_escaping_paths(
     for result in results:
         assert kind(result) == K.INVALID
         assert fragment in result.error.detail
-    assert snapshot(tmp_path) == before
+    assert tree_snapshot(tmp_path) == before
 
 
 def test_virtual_absolute_paths_are_anchored_at_the_root(
@@ -800,7 +787,7 @@ def escape_links(root: Path, outside: Path) -> dict[str, Path]:
 def test_symlinks_out_of_the_root_are_refused_for_files(
     vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path], path: str
 ) -> None:
-    before = snapshot(tmp_path)
+    before = tree_snapshot(tmp_path)
     for result in [
         vfs.read(path),
         vfs.write(path, "pwned"),
@@ -810,25 +797,25 @@ def test_symlinks_out_of_the_root_are_refused_for_files(
         vfs.grep("SECRET", path),
     ]:
         assert result.error == BackendError(K.OUTSIDE_ROOT, path)
-    assert snapshot(tmp_path) == before
+    assert tree_snapshot(tmp_path) == before
 
 
 def test_symlinked_directory_out_of_the_root_is_refused(
     vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path]
 ) -> None:
-    before = snapshot(tmp_path)
+    before = tree_snapshot(tmp_path)
     assert vfs.ls("/outdir").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
     assert vfs.glob("*", "/outdir").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
     assert vfs.grep("SECRET", "/outdir/").error == BackendError(K.OUTSIDE_ROOT, "/outdir")
     assert vfs.write("/outdir/x/y/z.txt", "pwned").error is not None
-    assert snapshot(tmp_path) == before
+    assert tree_snapshot(tmp_path) == before
     assert not (tmp_path / "outside" / "x").exists()
 
 
 def test_listings_and_searches_leave_out_links_leading_out(
     vfs: FilesystemBackend, tmp_path: Path, escape_links: dict[str, Path]
 ) -> None:
-    before = snapshot(tmp_path)
+    before = tree_snapshot(tmp_path)
     assert paths(vfs.ls("/")) == ["/inside.txt"]
     assert paths(vfs.glob("**/*")) == ["/inside.txt"]
     assert paths(vfs.glob("*")) == ["/inside.txt"]
@@ -836,7 +823,7 @@ def test_listings_and_searches_leave_out_links_leading_out(
         {"path": "/inside.txt", "line": 1, "text": "SECRET? no, inside"}
     ]
     assert vfs.grep("TOP").matches == []
-    assert snapshot(tmp_path) == before
+    assert tree_snapshot(tmp_path) == before
 
 
 def test_real_mode_gives_no_protection_and_follows_links(
@@ -998,7 +985,7 @@ def test_agent_cannot_escape_and_writes_into_the_root(
     tmp_path: Path, root: Path, mode: str
 ) -> None:
     (tmp_path / "outside.txt").write_text("outside secret\n")
-    before = snapshot(tmp_path)
+    before = tree_snapshot(tmp_path)
     model = ScriptedModel(
         replies=[
             ai("", tool_call("read_file", {"file_path": "/../outside.txt"})),
@@ -1022,7 +1009,7 @@ def test_agent_cannot_escape_and_writes_into_the_root(
     assert result["messages"][-1].content == "done"
     assert not result.get("files")
     assert (root / "ok.txt").read_text() == "hi"
-    after = snapshot(tmp_path)
+    after = tree_snapshot(tmp_path)
     assert after.pop(os.path.join("root", "ok.txt")) == b"hi"
     assert after == before
 

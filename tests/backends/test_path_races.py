@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.backends.trees import tree_snapshot
 
 from fathom.backends import _beneath
 from fathom.backends.errors import ErrorKind
@@ -66,20 +67,6 @@ def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
-def tree(path: Path) -> dict[str, bytes | str]:
-    """Every entry under `path`: file bytes, link targets and directories."""
-    found: dict[str, bytes | str] = {}
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            key = os.path.relpath(full, path)
-            if os.path.islink(full):
-                found[key] = "-> " + os.readlink(full)
-            elif os.path.isdir(full):
-                found[key] = "dir"
-            else:
-                found[key] = Path(full).read_bytes()
-    return found
 
 
 def sandbox_or_shell(root: Path) -> FilesystemBackend:
@@ -102,7 +89,7 @@ def test_swapping_a_directory_for_a_symlink_never_leads_outside(
     (outside / "f.txt").write_text(SECRET)
     (outside / "only-outside.txt").write_text(SECRET)
     (outside / "keep.txt").write_text(SECRET)
-    before = tree(outside)
+    before = tree_snapshot(outside)
     backend = (
         FilesystemBackend(root, virtual_mode=True)
         if kind == "filesystem"
@@ -176,8 +163,8 @@ def test_swapping_a_directory_for_a_symlink_never_leads_outside(
         out, _ = swapper.communicate(timeout=60)
     assert swapper.returncode == 0
     assert int(out) > 0  # the swap really happened
-    changed = {k: v for k, v in tree(outside).items() if before.get(k) != v}
-    changed.update({k: "deleted" for k in before if k not in tree(outside)})
+    changed = {k: v for k, v in tree_snapshot(outside).items() if before.get(k) != v}
+    changed.update({k: "deleted" for k in before if k not in tree_snapshot(outside)})
     print(f"swaps={out.strip()} calls={dict(calls)} escapes={dict(escapes)} "
           f"changed_outside={sorted(changed)[:10]} ({len(changed)})")
     assert dict(escapes) == {}
