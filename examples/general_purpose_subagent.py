@@ -1,7 +1,8 @@
 """The general-purpose subagent: use it, replace it, turn it off.
 
 Deep Agents tutorial, section 8.7 (通用子智能体), with section 8.2 (默认子代理): every deep
-agent has a `general-purpose` subagent with the main agent's system prompt, tools and model.
+agent has a `general-purpose` subagent with the main agent's tools and model, and its own
+system prompt and description.
 Instead of running ten searches itself, the main agent hands the work to it
 (`task(subagent_type="general-purpose", description="调研量子计算的发展趋势")`) and gets
 back only a short summary. A subagent named `"general-purpose"` in `subagents` replaces the
@@ -159,7 +160,7 @@ def show(requests: list[Any], label: str, who: str | None = None) -> None:
 
 
 def default_subagent() -> dict[str, Any]:
-    """Every deep agent has `general-purpose`: same prompt, tools and model as the main one."""
+    """Every deep agent has `general-purpose`: the main agent's tools and model, its own prompt."""
     shared = model("gemini-3.1-pro-preview")
     agent = create_deep_agent(model=shared, tools=[internet_search])
     state = ask(agent)
@@ -167,18 +168,18 @@ def default_subagent() -> dict[str, Any]:
     show(requests, "[gemini]")
     main_request = requests[0]
     sub_request = next(r for r in requests if "task" not in r.tool_names)
-    same_prompt = sub_request.system_prompt == main_request.system_prompt
+    own_prompt = sub_request.system_prompt != main_request.system_prompt
     same_tools = sub_request.tool_names == [n for n in main_request.tool_names if n != "task"]
     names = [line.split(":")[0] for line in task_catalogue(main_request)]
     print(f"  task tool lists: {names}")
-    print(f"  general-purpose has the main agent's system prompt: {same_prompt}")
+    print(f"  general-purpose has its own system prompt: {own_prompt}")
     print(f"  general-purpose has the main agent's tools (without task): {same_tools}")
     print(f"  search results in the main agent's context: {searches_in_main_context(state)}")
     print("  answer: " + state["messages"][-1].content.replace("\n", "\n  | "))
     return {
         "state": state,
         "requests": requests,
-        "same_prompt": same_prompt,
+        "own_prompt": own_prompt,
         "same_tools": same_tools,
     }
 

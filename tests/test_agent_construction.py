@@ -27,7 +27,8 @@ def test_signature_matches_the_reference():
     params = inspect.signature(create_deep_agent).parameters
     assert list(params) == [
         "model", "tools", "system_prompt", "middleware", "subagents", "skills", "memory",
-        "permissions", "backend", "interrupt_on", "response_format", "context_schema",
+        "permissions", "backend", "interrupt_on", "response_format", "state_schema",
+        "context_schema",
         "checkpointer", "store", "debug", "name", "cache",
         # fathom's own additions come after the reference's parameters, keyword-only
         "general_purpose_subagent",

@@ -43,12 +43,24 @@ EXAMPLES: dict[str, list[str]] = {
         "thread=bob x=1",
         "state x per thread: {'alice': 2, 'bob': 1}; shared self.x: 4",
     ],
+    "create_agent_composed": [
+        "Tools offered: ls, read_file, task, write_file, write_todos",
+        "Researcher answered: LangGraph 1.0 shipped durable execution.",
+        "Report: # LangGraph 1.0",
+        "Answer: The report is in /report.md.",
+    ],
     "default_backend": [
         "default backend:",
         "backend=StateBackend():",
         "'You asked me to remember: the deploy window is Friday 18:00 UTC.'",
         "'I have no note in this conversation.'",
         "same behaviour: True",
+    ],
+    "profiles": [
+        "Prompt starts with: 'You are a helper.'",
+        "Suffix present: True",
+        "ls is described as: 'List a directory of the workspace.'",
+        "grep offered: False",
     ],
     "human_in_the_loop": [
         "needs review: delete_file({'path': '/logs/app.log'}) "
@@ -66,9 +78,9 @@ EXAMPLES: dict[str, list[str]] = {
         "night. Clear skies with minimal precipitation expected.'"
     ],
     "filesystem_backend": [
-        "write_file('/reports/summary.md') -> ok: Wrote /reports/summary.md.",
+        "write_file('/reports/summary.md') -> ok: Wrote `/reports/summary.md`.",
         "read_file('/../outside.txt') -> error: Error: cannot read '/../outside.txt' (goes above "
-        "the root with '..'). Give an absolute path inside the filesystem, such as /notes.md.",
+        "the root with '..'). Give an absolute path inside the filesystem, such as `/notes.md`.",
         "read_file('/etc/passwd') -> error: Error: File '/etc/passwd' not found",
         "files on disk under the root: ['reports/summary.md']",
         "files outside the root unchanged: True",
@@ -102,9 +114,9 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "custom_backend": [
         "write_file -> error: Error: '/docs/guide.md' already exists.",
-        "edit_file -> error: Error: old_string appears 2 times in /docs/guide.md. Add "
+        "edit_file -> error: Error: old_string appears 2 times in '/docs/guide.md'. Add "
         "surrounding lines to make it unique, or set replace_all=true",
-        "edit_file -> ok: Edited /docs/guide.md: replaced 2 occurrences.",
+        "edit_file -> ok: Edited `/docs/guide.md`: replaced 2 occurrences.",
         "glob -> ok: /docs/api/index.md | /docs/guide.md",
         "grep -> ok: /docs/api/index.md: | 2: Status: draft",
         "read_file -> ok: 1 # Guide (final) | 2 Status: final | 3 Owner: Ana",
@@ -128,13 +140,13 @@ EXAMPLES: dict[str, list[str]] = {
     "policy_hooks": [
         "write_file(/protected/new.md) -> error: Writes are not allowed under /protected/new.md",
         "edit_file(/protected/rules.md) -> error: Edits are not allowed under /protected/rules.md",
-        "edit_file(/drafts/plan.md) -> ok: Edited /drafts/plan.md: replaced 1 occurrence.",
+        "edit_file(/drafts/plan.md) -> ok: Edited `/drafts/plan.md`: replaced 1 occurrence.",
         "on disk: {'drafts/plan.md': 'Deploy on Tuesday.\\n', "
         "'protected/rules.md': 'No deploys on Friday.\\n'}",
         " ainvoke:",
     ],
     "backend_migration": [
-        "before:\n  write_file -> ok: Wrote /notes.md.\n  deprecation warnings: 1",
+        "before:\n  write_file -> ok: Wrote `/notes.md`.\n  deprecation warnings: 1",
         "rt.context:\n  read_file -> ok: 1 call the bank\n  deprecation warnings: 0",
         "after:\n  read_file -> error: Error: could not read '/notes.md': the StoreBackend "
         "namespace factory failed with AttributeError: 'NoneType' object has no attribute "
@@ -174,7 +186,7 @@ EXAMPLES: dict[str, list[str]] = {
     "general_purpose_subagent": [
         "[gemini] main agent: task({'subagent_type': 'general-purpose', 'description': "
         "'调研量子计算的发展趋势'})",
-        "general-purpose has the main agent's system prompt: True",
+        "general-purpose has its own system prompt: True",
         "general-purpose has the main agent's tools (without task): True",
         "search results in the main agent's context: 0",
         "[gpt-5.4] general-purpose: internet_search(",
@@ -307,19 +319,19 @@ EXAMPLES: dict[str, list[str]] = {
         "(This is not financial advice.)",
         "  -> I could not change that: Error: permission denied: changing "
         "'/policies/compliance.md' is not allowed (rule 1: deny write /policies/**).",
-        "  -> Saved. (Wrote /memories/preferences.md.)",
+        "  -> Saved. (Wrote `/memories/preferences.md`.)",
         "  -> - I can't share internal pricing;",
         "policy unchanged in the store: True",
         "in the store: [(('acme',), '/compliance.md'), (('user-alice',), '/preferences.md')]",
     ],
     "memory_long_term": [
         "[thread 1] 'I prefer dark mode and metric units.' -> I'll remember that. "
-        "(Wrote /memories/user_preferences.txt.)",
+        "(Wrote `/memories/user_preferences.txt`.)",
         "[thread 2] 'What are my preferences?' -> Your preferences (read from the file): "
         "dark mode and metric units\n      tools used: ['read_file']",
         "[thread 4] 'What are my preferences?' -> Your preferences (from memory): dark mode "
         "and metric units\n      tools used: none",
-        "(Edited /memories/user_preferences.txt: replaced 1 occurrence.)",
+        "(Edited `/memories/user_preferences.txt`: replaced 1 occurrence.)",
         "[thread 5] 'What are my preferences?' -> Your preferences (from memory): light mode "
         "and metric units\n      tools used: none",
         "in the store: {'/user_preferences.txt': 'light mode and metric units'}",
@@ -705,10 +717,10 @@ def test_permissions_main():
 def test_policy_hooks_main(tmp_path):
     outcome = load("policy_hooks").main(str(tmp_path))
     expected_rows = [
-        ("/drafts/plan.md", "ok: Wrote /drafts/plan.md."),
+        ("/drafts/plan.md", "ok: Wrote `/drafts/plan.md`."),
         ("/protected/new.md", "error: Writes are not allowed under /protected/new.md"),
         ("/protected/rules.md", "error: Edits are not allowed under /protected/rules.md"),
-        ("/drafts/plan.md", "ok: Edited /drafts/plan.md: replaced 1 occurrence."),
+        ("/drafts/plan.md", "ok: Edited `/drafts/plan.md`: replaced 1 occurrence."),
     ]
     assert outcome["guarded"]["rows"] == expected_rows
     assert files_under(tmp_path) == {
@@ -857,7 +869,7 @@ def test_general_purpose_subagent_main():
     task = {"subagent_type": "general-purpose", "description": "调研量子计算的发展趋势"}
 
     default = outcome["default"]
-    assert default["same_prompt"] and default["same_tools"]
+    assert default["own_prompt"] and default["same_tools"]
     assert task_calls(default["state"]) == [task]
     assert not [m for m in tool_messages(default["state"]) if m.name == "internet_search"]
     assert len(default["requests"]) == 4  # main, subagent x2, main: all on the one model
@@ -1161,7 +1173,7 @@ def test_memory_org_policies_main():
     (_, priced), (_, refused), (_, saved), (_, later) = outcome["answers"]
     assert priced.startswith("I can't share internal pricing")
     assert refused.startswith("I could not change that: Error: permission denied")
-    assert saved == "Saved. (Wrote /memories/preferences.md.)"
+    assert saved == "Saved. (Wrote `/memories/preferences.md`.)"
     assert later.startswith("- I can't share internal pricing")  # preference + policy
     assert outcome["stored"] == {
         (("acme",), "/compliance.md"): example.POLICIES,
@@ -1185,3 +1197,27 @@ def test_memory_long_term_main():
         prompts[-1]
     )
     assert outcome["stored"] == {"/user_preferences.txt": "light mode and metric units"}
+
+
+def test_profiles_main():
+    from fathom.profiles import registry
+
+    saved = dict(registry._HARNESS), dict(registry._PROVIDER)
+    try:
+        state = load("profiles").main()
+        answer = state["messages"][-1].content
+        assert "Suffix present: True" in answer and "grep offered: False" in answer
+    finally:  # the example registers for every "openai" model; later tests must not see it
+        for live, before in zip((registry._HARNESS, registry._PROVIDER), saved, strict=True):
+            live.clear()
+            live.update(before)
+
+
+def test_create_agent_composed_main():
+    example = load("create_agent_composed")
+    state = example.main()
+    assert state["files"][example.REPORT_PATH]["content"].startswith("# LangGraph 1.0")
+    task_answer = next(m for m in tool_messages(state) if m.name == "task")
+    assert task_answer.content == "LangGraph 1.0 shipped durable execution."
+    assert [t["status"] for t in state["todos"]] == ["in_progress", "pending"]
+    assert tool_calls(state) == ["write_todos", "task", "write_file"]

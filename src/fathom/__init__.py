@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from fathom.middleware.permissions import FilesystemPermission
     from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
     from fathom.models import ModelNotConfiguredError, resolve_model
+    from fathom.profiles import (
+        GeneralPurposeSubagentProfile,
+        HarnessProfile,
+        HarnessProfileConfig,
+        ProviderProfile,
+        register_harness_profile,
+        register_provider_profile,
+    )
     from fathom.prompt import PromptSection
     from fathom.runs import ThreadBusyError, afinish_pending_step, finish_pending_step
 
@@ -41,6 +49,12 @@ _WHERE = {
     "ModelNotConfiguredError": "fathom.models",
     "resolve_model": "fathom.models",
     "FilesystemPermission": "fathom.middleware.permissions",
+    "GeneralPurposeSubagentProfile": "fathom.profiles",
+    "HarnessProfile": "fathom.profiles",
+    "HarnessProfileConfig": "fathom.profiles",
+    "ProviderProfile": "fathom.profiles",
+    "register_harness_profile": "fathom.profiles",
+    "register_provider_profile": "fathom.profiles",
     "PromptSection": "fathom.prompt",
     "ThreadBusyError": "fathom.runs",
     "afinish_pending_step": "fathom.runs",
@@ -52,12 +66,16 @@ __all__ = [
     "CompiledSubAgent",
     "FilesystemMiddleware",
     "FilesystemPermission",
+    "GeneralPurposeSubagentProfile",
+    "HarnessProfile",
+    "HarnessProfileConfig",
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
     "ModelNotConfiguredError",
     "PatchToolCallsMiddleware",
     "PlanningMiddleware",
     "PromptSection",
+    "ProviderProfile",
     "StateBackend",
     "SubAgent",
     "SubAgentMiddleware",
@@ -66,6 +84,8 @@ __all__ = [
     "create_deep_agent",
     "create_file_data",
     "finish_pending_step",
+    "register_harness_profile",
+    "register_provider_profile",
     "resolve_model",
 ]
 

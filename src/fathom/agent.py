@@ -42,12 +42,16 @@ from fathom.middleware.skills import SkillsMiddleware
 from fathom.middleware.subagents import (
     GENERAL_PURPOSE,
     GENERAL_PURPOSE_DESCRIPTION,
+    GENERAL_PURPOSE_PROMPT,
     CompiledSubAgent,
     SubAgent,
     SubAgentMiddleware,
+    validate_subagent_spec,
 )
 from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.models import resolve_model
+from fathom.profiles.apply import apply_profile
+from fathom.profiles.registry import general_purpose_settings, harness_profile_for_model
 from fathom.prompt import (
     BASE_PROMPT,
     AssembledSystemMessage,
@@ -61,18 +65,27 @@ __all__ = ["create_deep_agent"]
 
 
 def _initial_system_message(system_prompt: str | SystemMessage | None) -> AssembledSystemMessage:
+    """The agent's starting system message: the caller's prompt, then fathom's sections.
+
+    A `SystemMessage` whose content is a list of blocks keeps those blocks as they are
+    (with any `cache_control` markers) at the start; fathom's sections follow as one more
+    text block. A string (or string content) becomes the first section.
+    """
     sections = []
+    leading: list[dict[str, Any]] = []
     if isinstance(system_prompt, SystemMessage):
-        if not isinstance(system_prompt.content, str):
-            raise TypeError(
-                "system_prompt as a SystemMessage must have string content; content blocks "
-                "cannot be placed before fathom's base prompt."
-            )
-        system_prompt = system_prompt.content
+        if isinstance(system_prompt.content, str):
+            system_prompt = system_prompt.content
+        else:
+            leading = [
+                block if isinstance(block, dict) else {"type": "text", "text": block}
+                for block in system_prompt.content
+            ]
+            system_prompt = None
     if system_prompt:
         sections.append(PromptSection("custom", system_prompt))
     sections.append(PromptSection("base", BASE_PROMPT))
-    return AssembledSystemMessage.from_sections(sections)
+    return AssembledSystemMessage.from_sections(sections, leading)
 
 
 def _prompt_caching_middleware() -> list[AgentMiddleware]:
@@ -150,6 +163,7 @@ def _build_graph(
     cache: BaseCache | None,
     interrupt_on: Mapping[str, Any] | None = None,
     who: str = "",
+    state_schema: type[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
 
@@ -157,12 +171,13 @@ def _build_graph(
     its names are checked against every tool the agent ends up with (its own tools and
     those of its middleware), so a misspelled name fails here instead of approving nothing.
     """
-    stack = [
-        *_merged_by_name(core, middleware),
-        *approval,
-        PatchToolCallsMiddleware(),
-        PromptAssemblyMiddleware(),
-    ]
+    # the harness profile registered for this agent's own model (main agent or subagent)
+    system_message, profiled = apply_profile(
+        harness_profile_for_model(model),
+        _initial_system_message(system_prompt),
+        _merged_by_name(core, middleware),
+    )
+    stack = [*profiled, *approval, PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
     if interrupt_on:
         offered = [*(tools or []), *(t for m in stack for t in getattr(m, "tools", None) or ())]
         names = {_tool_name(t) for t in offered}
@@ -170,10 +185,10 @@ def _build_graph(
     agent = create_agent(
         model,
         tools=list(tools or []),
-        system_prompt=_initial_system_message(system_prompt),
+        system_prompt=system_message,
         middleware=stack,
         response_format=response_format,
-        state_schema=DeepAgentState,
+        state_schema=state_schema if state_schema is not None else DeepAgentState,
         context_schema=context_schema,
         checkpointer=checkpointer,
         store=store,
@@ -233,17 +248,25 @@ def _compile_subagents(
     has_checkpointer: bool,
     general_purpose: bool,
     skills: Sequence[str] | None = None,
+    state_schema: type[Any] | None = None,
 ) -> list[CompiledSubAgent]:
     """Build every `SubAgent` spec into a graph, and add the general-purpose subagent."""
     specs = list(specs)
-    if general_purpose and not any(s.get("name") == GENERAL_PURPOSE for s in specs):
+    for spec in specs:
+        validate_subagent_spec(spec)
+    # the main model's harness profile may turn it off or change its description and prompt
+    gp = general_purpose_settings(model)
+    if general_purpose and gp.enabled is not False and not any(
+        s.get("name") == GENERAL_PURPOSE for s in specs
+    ):
         core_names = {m.name for m in _core_middleware(backend, permissions)}
         specs.insert(
             0,
             {
                 "name": GENERAL_PURPOSE,
-                "description": GENERAL_PURPOSE_DESCRIPTION,
-                "system_prompt": system_prompt,
+                "description": gp.description or GENERAL_PURPOSE_DESCRIPTION,
+                # its own instructions, not the main agent's (as in the reference)
+                "system_prompt": gp.system_prompt or GENERAL_PURPOSE_PROMPT,
                 "skills": skills,  # the general-purpose subagent inherits the skills
                 # only the caller's replacements of built-in middleware carry over
                 "middleware": [m for m in middleware if m.name in core_names],
@@ -252,11 +275,12 @@ def _compile_subagents(
     compiled: list[CompiledSubAgent] = []
     for spec in specs:
         if "runnable" in spec:
-            compiled.append(CompiledSubAgent(**spec))
+            compiled.append(
+                CompiledSubAgent(
+                    name=spec["name"], description=spec["description"], runnable=spec["runnable"]
+                )
+            )
             continue
-        for key in ("name", "description"):
-            if not spec.get(key):
-                raise ValueError(f"Subagent spec {spec!r} needs a {key!r}.")
         rules = spec.get("permissions", permissions)
         sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
         graph = _build_graph(
@@ -276,6 +300,7 @@ def _compile_subagents(
             # only the spec's own entries: inherited ones may name parent-only tools
             interrupt_on=spec.get("interrupt_on"),
             who=f" of subagent {spec['name']!r}",
+            state_schema=state_schema,
         )
         compiled.append(
             CompiledSubAgent(name=spec["name"], description=spec["description"], runnable=graph)
@@ -296,6 +321,7 @@ def create_deep_agent(
     backend: BackendProtocol | BackendFactory | None = None,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
     response_format: ResponseFormat[ResponseT] | type[ResponseT] | dict[str, Any] | None = None,
+    state_schema: type[DeepAgentState] | None = None,
     context_schema: type[ContextT] | None = None,
     checkpointer: Checkpointer | None = None,
     store: BaseStore | None = None,
@@ -319,7 +345,9 @@ def create_deep_agent(
         model: A `"provider:model"` string, a chat model, or `None` to read `FATHOM_MODEL`.
         tools: Extra tools, next to the built-in ones.
         system_prompt: The caller's instructions; they come first in the system prompt,
-            before fathom's base prompt and each middleware's section.
+            before fathom's base prompt and each middleware's section. A `SystemMessage`
+            with a list of content blocks keeps its blocks (and their `cache_control`
+            markers) unchanged; fathom's sections follow as one more text block.
         middleware: Extra middleware, placed after fathom's own.
         subagents: `SubAgent` specs (dicts: `name`, `description`, `system_prompt`, and
             optionally `tools`, `model`, `middleware`, `interrupt_on`, `permissions`,
@@ -342,6 +370,11 @@ def create_deep_agent(
             `task`, `execute` when the backend runs commands); a misspelled one raises.
         response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a
             LangChain response format; the validated result is `structured_response`.
+        state_schema: A `TypedDict` that extends `fathom.state.DeepAgentState` with the
+            caller's own keys. It becomes the graph's state schema (merged with the
+            middleware's) and the state of the subagents built from specs, so those keys
+            reach the subagents and their changes come back to the parent. A
+            `CompiledSubAgent` keeps its own schema.
         context_schema: Type of the runtime `context` passed at invocation.
         checkpointer: Saves thread state; required for `interrupt_on`.
         store: A LangGraph store for cross-thread data.
@@ -383,6 +416,7 @@ def create_deep_agent(
         has_checkpointer=checkpointer is not None,
         general_purpose=general_purpose_subagent,
         skills=skills,
+        state_schema=state_schema,
     )
     if compiled:
         after_files = next(i for i, m in enumerate(core) if isinstance(m, FilesystemMiddleware))
@@ -402,6 +436,7 @@ def create_deep_agent(
         name=name,
         cache=cache,
         interrupt_on=interrupt_on,
+        state_schema=state_schema,
     )
     # one run per thread at a time: a second one would overwrite the first's turn
     return ThreadGuardedGraph.from_graph(graph) if checkpointer is not None else graph

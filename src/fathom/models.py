@@ -44,7 +44,10 @@ def resolve_model(model: str | BaseChatModel | None) -> BaseChatModel:
             f"model must be a 'provider:model' string or a BaseChatModel, not {type(model)!r}"
         )
     try:
-        return init_chat_model(model)
+        # a registered provider profile contributes keyword arguments (and a pre-init hook)
+        from fathom.profiles.registry import provider_init_kwargs
+
+        return init_chat_model(model, **provider_init_kwargs(model))
     except ValueError as error:
         raise ValueError(
             f"Cannot build a chat model from {model!r}: {error} "

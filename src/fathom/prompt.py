@@ -69,15 +69,29 @@ def render_sections(sections: Iterable[PromptSection]) -> str:
 
 
 class AssembledSystemMessage(SystemMessage):
-    """A system message that remembers the sections it was rendered from."""
+    """A system message that remembers the sections it was rendered from.
+
+    `leading` holds content blocks the caller gave as its own system message (for example
+    text blocks with `cache_control` breakpoints). They are kept unchanged at the start of
+    the message and the rendered sections follow as one more text block.
+    """
 
     sections: tuple[PromptSection, ...] = ()
+    leading: tuple[dict[str, Any], ...] = ()
 
     @classmethod
-    def from_sections(cls, sections: Iterable[PromptSection]) -> AssembledSystemMessage:
-        """Render `sections` into a new message."""
-        sections = tuple(sections)
-        return cls(content=render_sections(sections), sections=sections)
+    def from_sections(
+        cls, sections: Iterable[PromptSection], leading: Iterable[dict[str, Any]] = ()
+    ) -> AssembledSystemMessage:
+        """Render `sections` into a new message, after the `leading` content blocks."""
+        sections, leading = tuple(sections), tuple(leading)
+        rendered = render_sections(sections)
+        if not leading:
+            return cls(content=rendered, sections=sections)
+        blocks: list[str | dict[str, Any]] = [dict(block) for block in leading]
+        if rendered:
+            blocks.append({"type": "text", "text": f"\n\n{rendered}"})
+        return cls(content=blocks, sections=sections, leading=leading)
 
 
 def sections_of(message: SystemMessage | None) -> list[PromptSection]:
@@ -87,7 +101,8 @@ def sections_of(message: SystemMessage | None) -> list[PromptSection]:
     if (
         isinstance(message, AssembledSystemMessage)
         and message.sections
-        and message.text == render_sections(message.sections)
+        and message.content
+        == AssembledSystemMessage.from_sections(message.sections, message.leading).content
     ):
         return list(message.sections)
     text = message.text
@@ -102,7 +117,8 @@ def with_section(message: SystemMessage | None, section: PromptSection) -> Assem
         sections[names.index(section.name)] = section
     else:
         sections.append(section)
-    return AssembledSystemMessage.from_sections(sections)
+    leading = message.leading if isinstance(message, AssembledSystemMessage) else ()
+    return AssembledSystemMessage.from_sections(sections, leading)
 
 
 def add_prompt_section(request: ModelRequest, section: PromptSection) -> ModelRequest:

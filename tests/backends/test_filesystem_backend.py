@@ -1005,7 +1005,7 @@ def test_agent_cannot_escape_and_writes_into_the_root(
     assert "outside secret" not in escape.text
     assert wrote.name == "write_file"
     assert wrote.status == "success"
-    assert wrote.text == "Wrote /ok.txt."
+    assert wrote.text == "Wrote `/ok.txt`."
     assert result["messages"][-1].content == "done"
     assert not result.get("files")
     assert (root / "ok.txt").read_text() == "hi"

@@ -40,7 +40,7 @@ from fathom.backends._paths import MAX_PATH_DEPTH, PathError, normalize_path
 from fathom.backends.errors import ErrorKind, error_kind
 from fathom.testing import ScriptedModel, ai, tool_call
 
-pytestmark = pytest.mark.timeout(20)
+pytestmark = pytest.mark.timeout(120)
 
 LONG = "a" * 60  # a file name that a backtracking `*a*a*a...*b` needs ages to reject
 STARS = "*a*a*a*a*a*a*a*a*a*b"  # 20 characters
@@ -249,14 +249,14 @@ def _deepagents_glob(pattern: str, relative: str) -> bool:
     return bool(compiled.match(relative if "/" in pattern else relative.rsplit("/", 1)[-1]))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(pattern=_patterns, path=_rel_paths)
 def test_matcher_agrees_with_wcmatch(pattern: str, path: str) -> None:
     expected = wcglob.globmatch(path, pattern, flags=_WCMATCH_FLAGS)
     assert compile_matcher(pattern).match(path) is expected, (pattern, path)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(pattern=_patterns, path=_rel_paths)
 def test_glob_matches_agrees_with_deepagents_reading(pattern: str, path: str) -> None:
     if ".." in pattern.replace("\\", "/").split("/"):

@@ -100,7 +100,7 @@ def test_long_output_is_offloaded_to_a_file_the_model_pages(mode: str, tmp_path:
     answer, page = [m for m in result["messages"] if m.type == "tool"]
     assert answer.status == "success"
     assert answer.text.startswith("line 00001\nline 00002\n")
-    assert f"saved at {path}" in answer.text
+    assert f"saved at `{path}`" in answer.text
     assert "20,000 lines" in answer.text
     assert answer.text.endswith("line 19999\nline 20000\n[exit code 0]")
     assert len(answer.text) < 1_400

@@ -151,7 +151,7 @@ def test_read_file_last_page_has_no_continuation_note(drive) -> None:
 
 def test_read_file_empty_file(drive) -> None:
     run = drive(tool_call("read_file", {"file_path": "/e.txt"}), files={"/e.txt": fd("")})
-    assert assert_success(run.only, "read_file") == "(the file /e.txt is empty)"
+    assert assert_success(run.only, "read_file") == "(the file `/e.txt` is empty)"
 
 
 def test_read_file_cuts_long_lines(drive) -> None:
@@ -168,7 +168,7 @@ def test_read_file_offset_past_end_is_an_error(drive) -> None:
     files = {"/a.txt": fd("one\ntwo\n")}
     run = drive(tool_call("read_file", {"file_path": "/a.txt", "offset": 2}), files=files)
     assert_error(
-        run, "read_file", "offset 2 is past the end of /a.txt, which has 2 lines.", "below 2"
+        run, "read_file", "offset 2 is past the end of '/a.txt', which has 2 lines.", "below 2"
     )
     assert run.files == files
 
@@ -199,7 +199,7 @@ def test_ls_defaults_to_root_and_lists_subdirectories(drive) -> None:
 
 def test_ls_empty_filesystem(drive) -> None:
     run = drive(tool_call("ls", {"path": "/"}))
-    assert assert_success(run.only, "ls") == "(no files under /)"
+    assert assert_success(run.only, "ls") == "(no files under `/`)"
 
 
 def test_ls_missing_directory_is_an_error(drive) -> None:
@@ -212,7 +212,7 @@ def test_ls_missing_directory_is_an_error(drive) -> None:
 
 def test_write_file_creates_the_file(drive) -> None:
     run = drive(tool_call("write_file", {"file_path": "/new.txt", "content": "fresh\n"}))
-    assert assert_success(run.only, "write_file") == "Wrote /new.txt."
+    assert assert_success(run.only, "write_file") == "Wrote `/new.txt`."
     assert list(run.files) == ["/new.txt"]
     data = run.files["/new.txt"]
     assert data["content"] == "fresh\n"
@@ -233,7 +233,7 @@ def test_two_writes_in_one_message_both_land(drive) -> None:
         tool_call("write_file", {"file_path": "/one.txt", "content": "1"}),
         tool_call("write_file", {"file_path": "/two/two.txt", "content": "2"}),
     )
-    assert [m.text for m in run.tool_messages] == ["Wrote /one.txt.", "Wrote /two/two.txt."]
+    assert [m.text for m in run.tool_messages] == ["Wrote `/one.txt`.", "Wrote `/two/two.txt`."]
     assert {p: d["content"] for p, d in run.files.items()} == {
         "/one.txt": "1",
         "/two/two.txt": "2",
@@ -250,7 +250,7 @@ def test_relative_path_is_rooted_at_slash(drive, mode: str) -> None:
         ],
     )
     wrote, read = run.tool_messages
-    assert wrote.text == "Wrote /notes/a.md."
+    assert wrote.text == "Wrote `/notes/a.md`."
     assert read.status == "success"
     assert read.text == "     1\t# A"
     assert list(run.files) == ["/notes/a.md"]
@@ -260,7 +260,7 @@ def test_relative_path_is_rooted_at_slash(drive, mode: str) -> None:
 def test_write_to_existing_file_overwrites_it(drive) -> None:
     files = {"/a.txt": fd("original\n"), "/b.txt": fd("other\n")}
     run = drive(tool_call("write_file", {"file_path": "/a.txt", "content": "clobber"}), files=files)
-    assert assert_success(run.only, "write_file") == "Wrote /a.txt."
+    assert assert_success(run.only, "write_file") == "Wrote `/a.txt`."
     data = run.files["/a.txt"]
     assert data["content"] == "clobber"
     assert data["created_at"] == OLD  # still the same file: its creation time is kept
@@ -291,7 +291,7 @@ def test_edit_file_replaces_unique_text(drive) -> None:
         tool_call("edit_file", {"file_path": "/a.txt", "old_string": "beta", "new_string": "B"}),
         files=files,
     )
-    assert assert_success(run.only, "edit_file") == "Edited /a.txt: replaced 1 occurrence."
+    assert assert_success(run.only, "edit_file") == "Edited `/a.txt`: replaced 1 occurrence."
     data = run.files["/a.txt"]
     assert data["content"] == "alpha\nB\n"
     assert data["created_at"] == OLD
@@ -307,7 +307,7 @@ def test_edit_file_replace_all_counts_occurrences(drive) -> None:
         ),
         files={"/a.txt": fd("x x x\n")},
     )
-    assert run.only.text == "Edited /a.txt: replaced 3 occurrences."
+    assert run.only.text == "Edited `/a.txt`: replaced 3 occurrences."
     assert run.files["/a.txt"]["content"] == "y y y\n"
 
 
@@ -318,7 +318,7 @@ def test_edit_file_non_unique_old_string_is_refused(drive) -> None:
         files=files,
     )
     assert_error(
-        run, "edit_file", "old_string appears 3 times in /a.txt", "set replace_all=true"
+        run, "edit_file", "old_string appears 3 times in '/a.txt'", "set replace_all=true"
     )
     assert run.files == files
 
@@ -329,7 +329,7 @@ def test_edit_file_old_string_not_found(drive) -> None:
         tool_call("edit_file", {"file_path": "/a.txt", "old_string": "bye", "new_string": "y"}),
         files=files,
     )
-    assert_error(run, "edit_file", "old_string was not found in /a.txt", "Read the file")
+    assert_error(run, "edit_file", "old_string was not found in '/a.txt'", "Read the file")
     assert run.files == files
 
 
@@ -398,7 +398,7 @@ def test_glob_lists_matching_paths(drive) -> None:
 
 def test_glob_no_matches(drive) -> None:
     run = drive(tool_call("glob", {"pattern": "*.rs"}), files={"/a.py": fd("a")})
-    assert assert_success(run.only, "glob") == "No files match '*.rs' under /."
+    assert assert_success(run.only, "glob") == "No files match '*.rs' under `/`."
 
 
 def test_glob_invalid_pattern_is_an_error_message(drive) -> None:
@@ -875,8 +875,8 @@ def test_ainvoke_gives_the_same_results_as_invoke() -> None:
         summary(sync)
         == summary(asynchronous)
         == [
-            ("write_file", "success", "Wrote /s.txt."),
-            ("edit_file", "success", "Edited /s.txt: replaced 1 occurrence."),
+            ("write_file", "success", "Wrote `/s.txt`."),
+            ("edit_file", "success", "Edited `/s.txt`: replaced 1 occurrence."),
             ("read_file", "error", "Error: File '/missing' not found"),
             ("read_file", "success", "     1\tone\n     2\t2"),
         ]
@@ -943,4 +943,4 @@ def test_grep_says_which_files_were_too_large_to_search(drive) -> None:
     )
     text = run.tool_messages[0].text
     assert text.splitlines()[0] == "/small.txt"
-    assert "not searched, too large for grep: /big.txt" in text
+    assert "not searched, too large for grep: `/big.txt`" in text

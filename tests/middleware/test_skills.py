@@ -121,6 +121,10 @@ def test_parse_valid_skill_keeps_other_fields():
         "description": "Work with PDF files.",
         "path": "/s/pdf-tools/SKILL.md",
         "source": "/s/",
+        "license": "Apache-2.0",
+        "compatibility": None,
+        "metadata": {"author": "ada", "2": "two"},
+        "allowed_tools": ["read_file", "grep"],
         "extra": {
             "license": "Apache-2.0",
             "allowed-tools": "read_file grep",
@@ -159,7 +163,7 @@ def test_parse_cuts_a_long_description():
         ("---\n- a\n- b\n---\n", "must be a mapping"),
         ("---\ndescription: b\n---\n---\nbody\n", "has no 'name'"),  # `---` in the body
         ("---\nname: a\ndescription: b\ndate: 2024-13-45\n---\n", "not valid YAML"),
-        ("---\nname: a\ndescription: b\n  bad: indent\n---\n", "SKILL.md, line 4: its front"),
+        ("---\nname: a\ndescription: b\n  bad: indent\n---\n", "SKILL.md`, line 4: its front"),
         ("---\ndescription: b\n---\n", "has no 'name'"),
         ("---\nname: a\n---\n", "has no 'description'"),
         ("---\nname: a\ndescription: 42\n---\n", "'description' must be a non-empty string"),
@@ -209,6 +213,10 @@ def test_loads_every_skill_of_a_source_by_name(no_warnings):
             "description": "Fetch LangGraph documentation for LangGraph questions.",
             "path": "/skills/langgraph-docs/SKILL.md",
             "source": "/skills/",
+            "license": None,
+            "compatibility": None,
+            "metadata": {},
+            "allowed_tools": [],
             "extra": {},
         },
         {
@@ -216,6 +224,10 @@ def test_loads_every_skill_of_a_source_by_name(no_warnings):
             "description": "Search the web for current facts.",
             "path": "/skills/web-search/SKILL.md",
             "source": "/skills/",
+            "license": None,
+            "compatibility": None,
+            "metadata": {},
+            "allowed_tools": [],
             "extra": {},
         },
     ]
@@ -301,7 +313,7 @@ def test_invalid_skills_warn_and_are_logged_others_still_load(caplog):
     assert names(skills) == ["web-search"]
     messages = sorted(str(w.message) for w in record)
     assert len(messages) == 4
-    assert all(m.startswith("Skipped skill /skills/") for m in messages)
+    assert all(m.startswith("Skipped skill `/skills/") for m in messages)
     assert sorted(r.getMessage() for r in caplog.records) == messages
     assert all(r.name == "fathom.skills" for r in caplog.records)
 
@@ -346,13 +358,13 @@ def test_a_skill_over_10_mib_is_skipped_on_disk(tmp_path):
         assert names(load(roomy, ["/skills/"])) == ["web-search"]
     # the backend's default limit (10 MiB) refuses the read: skipped all the same
     default = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    with pytest.warns(SkillWarning, match="Skipped skill /skills/huge/SKILL.md"):
+    with pytest.warns(SkillWarning, match="Skipped skill `/skills/huge/SKILL.md`"):
         assert names(load(default, ["/skills/"])) == ["web-search"]
 
 
 def test_a_source_the_backend_refuses_warns(tmp_path):
     backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    with pytest.warns(SkillWarning, match=r"Skipped skill source /\.\./skills/"):
+    with pytest.warns(SkillWarning, match=r"Skipped skill source `/\.\./skills/"):
         assert load(backend, ["/../skills/"]) == []
 
 
@@ -571,7 +583,7 @@ async def test_ainvoke_loads_through_the_async_backend_methods():
     backend.calls = []
     model = reader("/skills/web-search/SKILL.md", "async done")
     agent = plain_agent(model, backend, sources=["/skills/", "/missing/"], store=store)
-    with pytest.warns(SkillWarning, match="Skipped skill /skills/broken/SKILL.md"):
+    with pytest.warns(SkillWarning, match="Skipped skill `/skills/broken/SKILL.md`"):
         result = await agent.ainvoke({"messages": [HumanMessage("search")]})
     assert "web-search (/skills/web-search/SKILL.md)" in model.requests[0].system_prompt
     assert "BODY OF WEB-SEARCH" in model.requests[1].messages[-1].content

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
 from fathom import create_deep_agent
+from fathom.backends.utils import create_file_data
 from fathom.middleware.summarization import (
     ARCHIVE_DIR,
     CHARS_PER_TOKEN,
@@ -36,7 +37,7 @@ def test_a_huge_tool_result_is_offloaded_and_readable_from_its_path():
         if not done:
             return ai("", tool_call("dump", {"query": "all"}))
         if len(done) == 1:
-            path = re.search(r"saved to (\S+?)\.? Its", done[0].content).group(1)
+            path = re.search(r"saved to `([^`]+)`\. Its", done[0].content).group(1)
             return ai("", tool_call("read_file", {"file_path": path, "offset": 1500, "limit": 3}))
         return ai("done")
 
@@ -197,6 +198,53 @@ def test_an_overflow_from_a_real_provider_client_is_recovered(wording):
     assert result["messages"][-1].content == "The secret code is 4721"
 
 
+@tool
+def part(index: int) -> str:
+    """Return one big part of a report."""
+    return f"part {index}\n" + f"line of part {index}\n" * 2_000  # ~36,000 characters
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_an_overflow_from_a_batch_of_results_offloads_them_and_retries(mode):
+    # Five parallel results, each under the offload threshold, together too big for the
+    # provider: summarization keeps the newest batch whole, so only files can make it fit.
+    counters = {"overflows": 0, "summaries": 0}
+
+    def policy(request):
+        if (request.last_human_text or "").startswith(SUMMARY_MARK):
+            counters["summaries"] += 1
+            return ai("## Intent\n- read the report")
+        results = [m for m in request.messages if m.type == "tool"]
+        if not results:
+            calls = [tool_call("part", {"index": i}, id=f"call_big_{i}") for i in range(5)]
+            read = tool_call("read_file", {"file_path": "/report.md"}, id="call_read")
+            return ai("", *calls, read)
+        if sum(len(m.content) for m in results) > 50_000:
+            counters["overflows"] += 1
+            raise ContextOverflowError("prompt is too long: 90000 tokens > 40000 maximum")
+        found = [re.search(r"saved to `([^`]+)`\. Its", m.content) for m in results[:5]]
+        return ai("read " + ",".join(match.group(1) for match in found if match))
+
+    files = {"/report.md": create_file_data("\n".join("report " * 20 for _ in range(600)))}
+    model = ScriptedModel(policy=policy)
+    agent = create_deep_agent(model, [part])
+    state = {**USER, "files": files}
+    result = agent.invoke(state) if mode == "invoke" else await agent.ainvoke(state)
+    assert counters["overflows"] == 1 and counters["summaries"] == 0
+    paths = [f"{OFFLOAD_DIR}/call_big_{i}" for i in range(5)]
+    assert result["messages"][-1].content == "read " + ",".join(paths)
+    for i, path in enumerate(paths):
+        assert result["files"][path]["content"] == part.invoke({"index": i})
+    results = [m for m in result["messages"] if m.type == "tool"]
+    assert [m.tool_call_id for m in results] == [f"call_big_{i}" for i in range(5)] + [
+        "call_read"
+    ]
+    assert all(len(m.content) < 2_500 for m in results)
+    # a page of a file is not written again: it is cut, with a note on how to page it
+    assert "offset and limit" in results[-1].content
+    assert not [p for p in result["files"] if p.endswith("call_read")]
+
+
 def test_old_write_inputs_are_trimmed_before_anything_is_summarized():
     contents = [f"doc {i} " + "w" * 600 for i in range(6)]
 
@@ -213,7 +261,7 @@ def test_old_write_inputs_are_trimmed_before_anything_is_summarized():
     result = create_deep_agent(model, middleware=[middleware]).invoke(USER)
     calls = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
     trimmed = [c for c in calls if c["args"]["content"].startswith("[")]
-    assert trimmed and "stored in /doc0.md" in trimmed[0]["args"]["content"]
+    assert trimmed and "stored in `/doc0.md`" in trimmed[0]["args"]["content"]
     assert [result["files"][f"/doc{i}.md"]["content"] for i in range(6)] == contents
     assert max(r.input_tokens for r in model.requests) <= 3_000
 

@@ -112,7 +112,7 @@ def _head_and_tail(output: str, limit: int, saved_at: str | None, save_error: st
     if saved_at is not None:
         where = (
             f"the whole output ({len(output):,} characters, {lines:,} lines) is saved at "
-            f"{saved_at}: page it with read_file (offset and limit, in lines) or search it "
+            f"`{saved_at}`: page it with read_file (offset and limit, in lines) or search it "
             "with grep"
         )
     else:

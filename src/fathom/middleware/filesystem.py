@@ -7,10 +7,10 @@ next; nothing raises into the agent loop and nothing is half-written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from langchain.agents.middleware.types import AgentMiddleware
+from langchain.agents.middleware.types import AgentMiddleware, ToolCallRequest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -42,6 +42,7 @@ from fathom.middleware.permissions import (
     PermissionPolicy,
     check_permissions_apply,
 )
+from fathom.middleware.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState, FilesystemState
 
@@ -176,7 +177,7 @@ def earlier_change_in_turn(runtime: ToolRuntime, file_path: str) -> str | None:
 
 def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: str) -> ToolMessage:
     return error_message(
-        f"Error: an earlier {earlier} call in this same turn already changes {file_path}, and "
+        f"Error: an earlier {earlier} call in this same turn already changes `{file_path}`, and "
         "calls in one turn all see the file as it was before the turn. Read the file and make "
         "this change in your next turn, or combine both changes into one call.",
         runtime,
@@ -224,7 +225,7 @@ async def agrep_capped(
 
 def delete_message(result: Any) -> str:
     """The `delete` tool's answer on success."""
-    return f"Deleted {result.path}" if result.path else "Deleted."
+    return f"Deleted `{result.path}`" if result.path else "Deleted."
 
 
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
@@ -370,10 +371,25 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         grep_max_count: The most matches one `grep` call returns unless the model asks for
             another cap with the tool's `max_count`; bounds memory and context on large
             trees. `None` returns every match by default.
+        custom_tool_descriptions: The reference's name for `tool_descriptions`.
+        tools: Which file tools the model gets: `None` or `"all"` every one, or a list of
+            names (it must include `read_file`; `"execute"` is accepted, but fathom's
+            `execute` tool comes from `ExecuteMiddleware`).
+        tool_token_limit_before_evict: A result of another tool (not a file tool) larger
+            than this many tokens is saved under `/large_tool_results/` and replaced by a
+            preview naming the file. `None` keeps every result whole.
+        human_message_token_limit_before_evict: Accepted for the reference's API; fathom
+            does not evict user messages (summarization bounds the history instead).
+        max_execute_timeout: Accepted for the reference's API; the cap on `execute`
+            timeouts is `ExecuteMiddleware(max_timeout=)`.
+        offload_binary_content: Only `False` is supported.
 
     Raises:
         NotImplementedError: `permissions` on paths a shell-capable backend serves.
-        ValueError: `grep_max_count` that is not a positive integer or `None`.
+        ValueError: `grep_max_count` or `tool_token_limit_before_evict` that is not a
+            positive integer or `None`; unknown or incomplete `tools`; both description
+            arguments.
+        NotImplementedError: `offload_binary_content=True`.
     """
 
     state_schema = FilesState
@@ -384,10 +400,33 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         backend: Backend | None = None,
         permissions: Sequence[FilesystemPermission] | None = None,
         system_prompt: str | None = None,
-        tool_descriptions: dict[str, str] | None = None,
+        tool_descriptions: Mapping[str, str] | None = None,
         grep_max_count: int | None = GREP_MAX_COUNT,
+        custom_tool_descriptions: Mapping[str, str] | None = None,
+        tools: Sequence[str] | Literal["all"] | None = None,
+        tool_token_limit_before_evict: int | None = OFFLOAD_TOKENS,
+        human_message_token_limit_before_evict: int | None = None,
+        max_execute_timeout: float | None = None,
+        offload_binary_content: bool = False,
     ) -> None:
         super().__init__()
+        if offload_binary_content:
+            raise NotImplementedError(
+                "offload_binary_content=True is not supported: fathom keeps binary read_file "
+                "results in the history. Leave it False."
+            )
+        if tool_token_limit_before_evict is not None and (
+            isinstance(tool_token_limit_before_evict, bool)
+            or not isinstance(tool_token_limit_before_evict, int)
+            or tool_token_limit_before_evict <= 0
+        ):
+            raise ValueError(
+                "tool_token_limit_before_evict must be a positive integer or None, not "
+                f"{tool_token_limit_before_evict!r}"
+            )
+        self.tool_token_limit_before_evict = tool_token_limit_before_evict
+        self.human_message_token_limit_before_evict = human_message_token_limit_before_evict
+        self.max_execute_timeout = max_execute_timeout
         if grep_max_count is not None and (
             isinstance(grep_max_count, bool)
             or not isinstance(grep_max_count, int)
@@ -405,14 +444,70 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
                     f"permissions must be FilesystemPermission rules, not {type(rule).__name__}"
                 )
         check_permissions_apply(self.permissions, self.backend)
-        self.tool_descriptions = dict(tool_descriptions or {})
+        if tool_descriptions is not None and custom_tool_descriptions is not None:
+            raise ValueError(
+                "Pass tool descriptions once: custom_tool_descriptions= or its alias "
+                "tool_descriptions=, not both."
+            )
+        self.tool_descriptions = dict(custom_tool_descriptions or tool_descriptions or {})
         unknown = set(self.tool_descriptions) - set(FILESYSTEM_TOOL_NAMES)
         if unknown:
             raise ValueError(
                 f"tool_descriptions names unknown tools {sorted(unknown)}; "
                 f"the filesystem tools are {list(FILESYSTEM_TOOL_NAMES)}"
             )
+        selected = _selected_tools(tools)
         self.section = PromptSection(
             "filesystem", FILESYSTEM_PROMPT if system_prompt is None else system_prompt
         )
-        self.tools = _build_tools(self)
+        self.tools = [tool for tool in _build_tools(self) if tool.name in selected]
+        self._evictor = (
+            None
+            if tool_token_limit_before_evict is None
+            else SummarizationMiddleware(
+                backend=self.backend, offload_tokens=tool_token_limit_before_evict
+            )
+        )
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]
+    ) -> Any:
+        """Run the tool; a result over `tool_token_limit_before_evict` is saved to a file
+        and replaced by a preview naming it (so one big answer cannot flood the context)."""
+        result = handler(request)
+        return result if self._evictor is None else self._evictor._offload(request, result)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[Any]],
+    ) -> Any:
+        """Async `wrap_tool_call`."""
+        result = await handler(request)
+        if self._evictor is None:
+            return result
+        return await self._evictor._aoffload(request, result)
+
+
+_SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, "execute")
+
+
+def _selected_tools(tools: Sequence[str] | Literal["all"] | None) -> set[str]:
+    """The file tool names `tools=` offers: `None`/`"all"` every one, else the listed ones
+    (`"execute"` may be listed; fathom's `execute` comes from `ExecuteMiddleware`)."""
+    if tools is None or tools == "all":
+        return set(FILESYSTEM_TOOL_NAMES)
+    if isinstance(tools, str):
+        raise ValueError(f'tools must be None, "all" or a list of tool names, not {tools!r}')
+    names = list(tools)
+    unknown = sorted(set(names) - set(_SELECTABLE_TOOLS))
+    if unknown:
+        raise ValueError(
+            f"tools names unknown tools {unknown}; choose from {list(_SELECTABLE_TOOLS)}"
+        )
+    if "read_file" not in names:
+        raise ValueError(
+            "tools must include 'read_file': offloaded results and archives are read back "
+            "with it. Add 'read_file' to the list."
+        )
+    return set(names)

@@ -120,7 +120,7 @@ def describe_error(
             return f"Error: cannot {verb} '{p}' ({detail or 'the request is not valid'}). {advice}"
         return (
             f"Error: cannot {verb} '{p}' ({detail or 'not a usable path'}). Give an absolute "
-            "path inside the filesystem, such as /notes.md."
+            "path inside the filesystem, such as `/notes.md`."
         )
     if kind is ErrorKind.NOT_A_DIRECTORY:
         return (
@@ -166,17 +166,17 @@ def describe_error(
         lines = error.count if error.count is not None else 0
         offset = error.limit if error.limit is not None else lines
         return (
-            f"Error: offset {offset} is past the end of {p}, which has {lines} lines. "
+            f"Error: offset {offset} is past the end of '{p}', which has {lines} lines. "
             f"Use an offset below {lines}."
         )
     if kind is ErrorKind.NO_MATCH:
         return (
-            f"Error: old_string was not found in {p}. Read the file and copy the text "
+            f"Error: old_string was not found in '{p}'. Read the file and copy the text "
             "exactly, including whitespace and indentation."
         )
     if kind is ErrorKind.NOT_UNIQUE:
         return (
-            f"Error: old_string appears {error.count} times in {p}. Add surrounding lines "
+            f"Error: old_string appears {error.count} times in '{p}'. Add surrounding lines "
             "to make it unique, or set replace_all=true to replace every occurrence."
         )
     if kind is ErrorKind.CHANGED:
@@ -213,7 +213,7 @@ def _is_normal_path(path: str) -> bool:
 
 def _format_ls(path: str, entries: list[dict]) -> str:
     if not entries:
-        return f"(no files under {path})"
+        return f"(no files under `{path}`)"
     rows = []
     for entry in entries[:LIST_LIMIT]:
         if entry.get("is_dir"):
@@ -327,7 +327,7 @@ def read_answer(result: Any, file_path: str, offset: int, limit: int, runtime: T
     if _extension(file_path) in IMAGE_EXTENSIONS:
         return _image_message(file_path, data, runtime)
     if getattr(result, "no_lines_requested", False):
-        return f"(no lines of {file_path} were requested; give a limit of 1 or more)"
+        return f"(no lines of `{file_path}` were requested; give a limit of 1 or more)"
     view = text_view(data)
     if view.text is None:
         error = BackendError(ErrorKind.BINARY, file_path, f"{view.size:,} bytes")
@@ -340,7 +340,7 @@ def read_answer(result: Any, file_path: str, offset: int, limit: int, runtime: T
         )
     lines = view.text.splitlines()
     if not lines:
-        return f"(the file {file_path} is empty)"
+        return f"(the file `{file_path}` is empty)"
     if offset >= len(lines):
         error = BackendError(ErrorKind.PAST_END, file_path, count=len(lines), limit=offset)
         return error_message(error, runtime, "read_file")
@@ -374,7 +374,7 @@ def glob_answer(result: Any, pattern: str, path: str, runtime: ToolRuntime) -> A
         else:
             note = "[the search stopped early; narrow the pattern or the path to see the rest]"
     if not paths:
-        return f"No files match {pattern!r} under {path}." + (f"\n{note}" if note else "")
+        return f"No files match {pattern!r} under `{path}`." + (f"\n{note}" if note else "")
     shown = paths[:LIST_LIMIT]
     if len(paths) > LIST_LIMIT:
         shown.append(f"[{len(paths) - LIST_LIMIT} more files not shown]")
@@ -397,7 +397,7 @@ def grep_answer(
         )
     skipped = getattr(result, "skipped", None)
     if skipped:
-        shown = ", ".join(skipped[:10]) + (" …" if len(skipped) > 10 else "")
+        shown = ", ".join(f"`{p}`" for p in skipped[:10]) + (" …" if len(skipped) > 10 else "")
         answer += (
             f"\n[not searched, too large for grep: {shown}; page through them with "
             "read_file instead]"
@@ -407,10 +407,10 @@ def grep_answer(
 
 def write_message(result: Any) -> str:
     """Success text of `write_file`."""
-    return f"Wrote {result.path}."
+    return f"Wrote `{result.path}`."
 
 
 def edit_message(result: Any) -> str:
     """Success text of `edit_file`."""
     n = result.occurrences or 0
-    return f"Edited {result.path}: replaced {n} occurrence{'s' if n != 1 else ''}."
+    return f"Edited `{result.path}`: replaced {n} occurrence{'s' if n != 1 else ''}."

@@ -18,7 +18,6 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    AgentState,
     ModelRequest,
     PrivateStateAttr,
 )
@@ -34,6 +33,7 @@ from fathom.backends.utils import text_view
 from fathom.middleware.fs_answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.state import FilesState
 
 __all__ = [
     "MAX_MEMORY_FILE_BYTES",
@@ -53,6 +53,10 @@ MEMORY_GUIDANCE = """## Memory
 These files are your long-term memory, loaded at the start of this run: follow them as standing instructions and facts about the user and the project. When the user states a lasting preference, corrects you, or tells you something that will matter in later conversations, update the relevant file with `edit_file` (or `write_file` for one not created yet) before you reply; changes take effect from the next run. Keep entries short and general, and never store secrets such as passwords, API keys or tokens."""  # noqa: E501
 """The guidance that heads the `memory` prompt section."""
 
+MEMORY_SYSTEM_PROMPT = MEMORY_GUIDANCE.rstrip("\n") + "\n\n{agent_memory}"
+"""The default `system_prompt` template: the guidance, then the memory files in place of
+`{agent_memory}` (with the default, the `guidance=` argument gives the heading)."""
+
 NOT_CREATED_NOTE = "(not created yet; create it with write_file when there is something to keep)"
 EMPTY_NOTE = "(empty)"
 
@@ -68,8 +72,10 @@ class MemoryFile(TypedDict):
     """Why nothing was loaded (missing, binary, too large, unreadable)."""
 
 
-class MemoryState(AgentState):
-    """Agent state with the memory loaded for the current run (private: not input/output)."""
+class MemoryState(FilesState):
+    """Agent state with the memory loaded for the current run (private: not input/output),
+    and the `files` channel a `StateBackend` reads them from (so the middleware works on
+    its own under `create_agent`)."""
 
     memory_files: NotRequired[Annotated[dict[str, MemoryFile], PrivateStateAttr]]
 
@@ -144,10 +150,18 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
             deny is not loaded (pass the agent's rules so memory cannot bypass them).
         max_file_bytes: Larger files are skipped with a note instead of loaded.
         guidance: Replaces the guidance that heads the section.
+        system_prompt: A template for the section with an `{agent_memory}` slot where the
+            files go (the default is the guidance, then the files); `None` adds no section
+            (the files are still loaded into state).
+        add_cache_control: Accepted for the reference's API; prompt-cache breakpoints come
+            from `AnthropicPromptCachingMiddleware`, which `create_deep_agent` adds for
+            Anthropic models, and the memory section is already kept stable between turns.
 
     Raises:
-        TypeError: `sources` is a single string, or holds something other than strings.
-        ValueError: a source is not a usable path (empty, `~`, above the root, ...).
+        TypeError: `sources` is a single string, or holds something other than strings;
+            `system_prompt` that is not a string or `None`.
+        ValueError: a source is not a usable path (empty, `~`, above the root, ...); a
+            `system_prompt` without `{agent_memory}`.
 
     A missing file is not an error: the section names it as "not created yet", so the agent
     knows where to create it. Binary, oversized and unreadable files are named with the
@@ -165,8 +179,22 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         permissions: Sequence[FilesystemPermission] | None = None,
         max_file_bytes: int = MAX_MEMORY_FILE_BYTES,
         guidance: str = MEMORY_GUIDANCE,
+        system_prompt: str | None = MEMORY_SYSTEM_PROMPT,
+        add_cache_control: bool = False,
     ) -> None:
         super().__init__()
+        if system_prompt is not None:
+            if not isinstance(system_prompt, str):
+                raise TypeError(
+                    f"system_prompt must be a str or None, not {type(system_prompt).__name__}"
+                )
+            if "{agent_memory}" not in system_prompt:
+                raise ValueError(
+                    "system_prompt must contain the `{agent_memory}` slot where the memory "
+                    "files go; add it, or pass None to keep memory out of the prompt."
+                )
+        self.system_prompt = system_prompt
+        self.add_cache_control = add_cache_control
         if isinstance(sources, str):
             raise TypeError(f"sources is a list of paths, e.g. [{sources!r}], not a string")
         if max_file_bytes <= 0:
@@ -213,9 +241,12 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         Empty (so no section is added) when there are no sources or nothing was loaded yet.
         """
         files = state.get("memory_files") if isinstance(state, Mapping) else None
-        if not self.sources or files is None:
+        if not self.sources or files is None or self.system_prompt is None:
             return self.section
-        return PromptSection("memory", render_memory(self.sources, files, self.guidance))
+        if self.system_prompt is MEMORY_SYSTEM_PROMPT:
+            return PromptSection("memory", render_memory(self.sources, files, self.guidance))
+        rendered = render_memory(self.sources, files, "")
+        return PromptSection("memory", self.system_prompt.replace("{agent_memory}", rendered))
 
     def section_for_request(self, request: ModelRequest) -> PromptSection:
         """The memory section built from the files loaded into this run's state."""

@@ -17,7 +17,7 @@ reach any path, so rules cannot be promised there (see `check_permissions_apply`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,12 +44,18 @@ class FilesystemPermission:
         operations: `"read"` and/or `"write"`.
         paths: Absolute glob patterns, e.g. `"/workspace/**"`, `"/**/.env"`,
             `"/{docs,notes}/**"`.
-        mode: `"allow"` (the default) or `"deny"`.
+        mode: `"allow"` (the default), `"deny"`, or `"interrupt"`: the operation pauses
+            the run for a person to approve or reject (needs a checkpointer); listings
+            still show such paths.
+
+    Raises:
+        ValueError: an unknown operation or mode, a relative pattern, or one with a `..`
+            segment (write the absolute path it means).
     """
 
     operations: Sequence[Operation]
     paths: Sequence[str]
-    mode: Literal["allow", "deny"] = "allow"
+    mode: Literal["allow", "deny", "interrupt"] = "allow"
 
     def __post_init__(self) -> None:
         if isinstance(self.operations, str) or isinstance(self.paths, str):
@@ -58,13 +64,20 @@ class FilesystemPermission:
             raise ValueError(
                 f"operations must be a non-empty list of 'read' / 'write', not {self.operations!r}"
             )
-        if self.mode not in ("allow", "deny"):
-            raise ValueError(f"mode must be 'allow' or 'deny', not {self.mode!r}")
+        if self.mode not in ("allow", "deny", "interrupt"):
+            raise ValueError(
+                f"mode must be 'allow', 'deny' or 'interrupt', not {self.mode!r}"
+            )
         if not self.paths:
             raise ValueError("paths must list at least one glob pattern, e.g. ['/workspace/**'].")
         for pattern in self.paths:
             if not isinstance(pattern, str) or not pattern.startswith("/"):
                 raise ValueError(f"Permission paths are absolute patterns; got {pattern!r}.")
+            if ".." in pattern.split("/"):
+                raise ValueError(
+                    f"Permission path {pattern!r} has a '..' segment; write the absolute "
+                    "path it stands for (paths are matched after normalization)."
+                )
             try:
                 compile_glob(_full_pattern(pattern))
             except GlobError as error:
@@ -117,7 +130,7 @@ class PermissionPolicy(BackendPolicy):
     def allows(self, operation: Operation, path: str, directory: bool = False) -> bool:
         """Whether `operation` on `path` is allowed (no matching rule: allowed)."""
         decided = first_matching_rule(self.rules, operation, path, directory)
-        return decided is None or decided[1].mode == "allow"
+        return decided is None or decided[1].mode != "deny"
 
     def check(self, operation: FileOperation) -> str | None:
         path = operation.normalized_path
@@ -138,6 +151,8 @@ class PermissionPolicy(BackendPolicy):
         if decided is None or decided[1].mode == "allow":
             return None
         index, rule = decided
+        if rule.mode == "interrupt":
+            return _ask_approval(operation, shown, index, rule)
         via = f" (it leads to '{path}')" if path != shown else ""
         allowed = [r.describe() for r in self.rules if r.mode == "allow"]
         hint = (
@@ -150,6 +165,54 @@ class PermissionPolicy(BackendPolicy):
 
     def can_see(self, path: str) -> bool:
         return self.allows("read", path, directory=path.endswith("/"))
+
+
+def _ask_approval(
+    operation: FileOperation, path: str, index: int, rule: FilesystemPermission
+) -> str | None:
+    """Pause the run for a person to decide on an `interrupt` rule's operation.
+
+    The interrupt value has the shape of LangChain's human-in-the-loop requests
+    (`action_requests`, `review_configs`); resume with `{"decisions": [{"type":
+    "approve"}]}` to let it run, or `"reject"` (optionally with a `message`) to refuse it.
+    """
+    from langgraph.types import interrupt
+
+    request = {
+        "action_requests": [
+            {
+                "name": operation.name,
+                "args": {"path": path, **_plain(operation.arguments)},
+                "description": (
+                    f"{_VERB[operation.kind].capitalize()} `{path}` needs approval "
+                    f"(rule {index}: {rule.describe()})."
+                ),
+            }
+        ],
+        "review_configs": [
+            {"action_name": operation.name, "allowed_decisions": ["approve", "reject"]}
+        ],
+    }
+    answer = interrupt(request)
+    decisions = answer.get("decisions") if isinstance(answer, dict) else None
+    decision = decisions[0] if isinstance(decisions, list) and decisions else {}
+    if isinstance(decision, dict) and decision.get("type") == "approve":
+        return None
+    reason = decision.get("message") if isinstance(decision, dict) else None
+    return (
+        f"Error: {_VERB[operation.kind]} `{path}` was not approved by the user"
+        + (f": {reason}" if reason else "")
+        + ". Do not retry it; continue without it or ask the user."
+    )
+
+
+def _plain(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The operation's arguments that fit in an approval request (short scalars)."""
+    return {
+        key: value
+        for key, value in arguments.items()
+        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) < 200)
+    }
 
 
 def _deny_inside(

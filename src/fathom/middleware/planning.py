@@ -88,6 +88,12 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
     after_model = AgentMiddleware.after_model  # pyright: ignore[reportAssignmentType]
     aafter_model = AgentMiddleware.aafter_model  # pyright: ignore[reportAssignmentType]
 
+    @property
+    def name(self) -> str:
+        """`"TodoListMiddleware"`: LangChain's planning middleware passed next to this one
+        replaces it (middleware are merged by name) instead of adding a second section."""
+        return "TodoListMiddleware"
+
     def __init__(
         self,
         *,

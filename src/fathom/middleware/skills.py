@@ -17,15 +17,18 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
+    ModelResponse,
     PrivateStateAttr,
 )
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -45,6 +48,7 @@ from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 
 __all__ = [
+    "MAX_COMPATIBILITY_CHARS",
     "MAX_DESCRIPTION_CHARS",
     "MAX_SKILL_FILE_BYTES",
     "SKILLS_PROMPT",
@@ -68,6 +72,8 @@ MAX_SKILL_FILE_BYTES = 10 * 1024 * 1024
 
 MAX_DESCRIPTION_CHARS = 1024
 """Longer descriptions are cut to this many characters."""
+MAX_COMPATIBILITY_CHARS = 500
+"""Longer `compatibility` fields are cut to this many characters (the Agent Skills limit)."""
 
 SKILLS_STATE_KEY = "skills_metadata"
 """The private state key holding the catalogue (one agent's own: keep it out of subagents)."""
@@ -97,6 +103,17 @@ class SkillMetadata(TypedDict):
     """The path of its `SKILL.md`, as the backend lists it (the path `read_file` takes)."""
     source: str
     """The skill source it was loaded from, as given to the middleware."""
+    license: str | None
+    """The `license` field: a licence name or the name of a bundled licence file."""
+    compatibility: str | None
+    """The `compatibility` field: what the skill needs from its environment (at most
+    `MAX_COMPATIBILITY_CHARS` characters)."""
+    metadata: dict[str, str]
+    """The `metadata` mapping, values as strings (a list of `include_tools` is joined
+    with spaces, the spec's form)."""
+    allowed_tools: list[str]
+    """The tools the skill says it uses (`allowed-tools`: a spaced or comma-separated
+    string, or a list). Informational: it does not limit the agent's tools."""
     extra: dict[str, Any]
     """The other front-matter fields (`license`, `allowed-tools`, `metadata`, ...), as parsed."""
 
@@ -133,16 +150,16 @@ def parse_skill(
     try:
         data, _body = parse_front_matter(content)
     except FrontMatterError as error:  # a broken skill is skipped, it never stops the agent
-        where = path if error.line is None else f"{path}, line {error.line}"
+        where = f"`{path}`" if error.line is None else f"`{path}`, line {error.line}"
         return None, [f"Skipped skill {where}: {error.reason}."]
     problems: list[str] = []
     for field in ("name", "description"):
         value = data.get(field)
         if value is None:
-            problems.append(f"Skipped skill {path}: the front matter has no '{field}'.")
+            problems.append(f"Skipped skill `{path}`: the front matter has no '{field}'.")
         elif not isinstance(value, str) or not value.strip():
             problems.append(
-                f"Skipped skill {path}: '{field}' must be a non-empty string, not {value!r} "
+                f"Skipped skill `{path}`: '{field}' must be a non-empty string, not {value!r} "
                 "(quote it in the YAML)."
             )
     if problems:
@@ -150,27 +167,79 @@ def parse_skill(
     name: str = data["name"].strip()
     if name != directory_name:
         return None, [
-            f"Skipped skill {path}: its name {name!r} differs from its directory name "
+            f"Skipped skill `{path}`: its name {name!r} differs from its directory name "
             f"{directory_name!r}; the Agent Skills spec requires them to be equal."
         ]
     if _CONTROL.search(name):
-        return None, [f"Skipped skill {path}: its name {name!r} contains control characters."]
+        return None, [f"Skipped skill `{path}`: its name {name!r} contains control characters."]
     description: str = data["description"].strip()
     if len(description) > MAX_DESCRIPTION_CHARS:
         problems.append(
-            f"Skill {path}: its description has {len(description):,} characters; it was cut "
+            f"Skill `{path}`: its description has {len(description):,} characters; it was cut "
             f"to {MAX_DESCRIPTION_CHARS:,}."
         )
         description = description[:MAX_DESCRIPTION_CHARS]
+    compatibility = _text_field(data.get("compatibility"))
+    if compatibility is not None and len(compatibility) > MAX_COMPATIBILITY_CHARS:
+        problems.append(
+            f"Skill `{path}`: its compatibility has {len(compatibility):,} characters; it "
+            f"was cut to {MAX_COMPATIBILITY_CHARS:,}."
+        )
+        compatibility = compatibility[:MAX_COMPATIBILITY_CHARS]
+    metadata, note = _metadata_field(data.get("metadata"))
+    if note:
+        problems.append(f"Skill `{path}`: {note}")
+    allowed, note = _allowed_tools_field(data.get("allowed-tools", data.get("allowed_tools")))
+    if note:
+        problems.append(f"Skill `{path}`: {note}")
     extra = {key: value for key, value in data.items() if key not in ("name", "description")}
     entry = SkillMetadata(
         name=name,
         description=description,
         path=path,
         source=source,
+        license=_text_field(data.get("license")),
+        compatibility=compatibility,
+        metadata=metadata,
+        allowed_tools=allowed,
         extra=extra,
     )
     return entry, problems
+
+
+def _text_field(value: Any) -> str | None:
+    """An optional text field: `None` when absent or blank."""
+    text = "" if value is None else str(value).strip()
+    return text or None
+
+
+def _metadata_field(value: Any) -> tuple[dict[str, str], str | None]:
+    """`metadata` as a str-to-str mapping, and a note when it was not a mapping."""
+    if value is None:
+        return {}, None
+    if not isinstance(value, Mapping):
+        return {}, f"its metadata is {type(value).__name__}, not a mapping; it was ignored."
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, list) and key == "include_tools":
+            result[str(key)] = " ".join(str(name) for name in item)
+        else:
+            result[str(key)] = item if isinstance(item, str) else str(item)
+    return result, None
+
+
+def _allowed_tools_field(value: Any) -> tuple[list[str], str | None]:
+    """`allowed-tools` as tool names, and a note when it had an unusable type."""
+    if value is None:
+        return [], None
+    if isinstance(value, str):
+        return [name for name in re.split(r"[\s,]+", value) if name], None
+    if isinstance(value, list):
+        return [str(n).strip() for n in value if isinstance(n, str) and n.strip()], None
+    return [], (
+        f"its allowed-tools is {type(value).__name__}; give a list or a spaced string of "
+        "tool names. It was ignored."
+    )
 
 
 # --------------------------------------------------------------------------- loading
@@ -240,7 +309,7 @@ def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
                 logger.debug("Skill source %s does not exist; nothing to load", source)
             else:
                 error = describe_error(listing.error, source, tool="ls")
-                problems.append(f"Skipped skill source {source}: {error}")
+                problems.append(f"Skipped skill source `{source}`: {error}")
             continue
         for directory in _skill_dirs(source, listing):
             path = f"{directory}/{SKILL_FILE}"
@@ -251,17 +320,17 @@ def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
                 else:
                     error = describe_error(result.error, path, tool="read_file")
                     error = error or "the backend returned no data"
-                    problems.append(f"Skipped skill {path}: {error}")
+                    problems.append(f"Skipped skill `{path}`: {error}")
                 continue
             view = text_view(result.file_data)
             if view.size > MAX_SKILL_FILE_BYTES:
                 problems.append(
-                    f"Skipped skill {path}: it is {view.size:,} bytes, over the "
+                    f"Skipped skill `{path}`: it is {view.size:,} bytes, over the "
                     f"{MAX_SKILL_FILE_BYTES:,}-byte limit for a {SKILL_FILE}."
                 )
                 continue
             if view.text is None:
-                problems.append(f"Skipped skill {path}: it is binary, not text.")
+                problems.append(f"Skipped skill `{path}`: it is binary, not text.")
                 continue
             entry, found_problems = parse_skill(
                 view.text, path=path, source=source, directory_name=_dir_name(directory)
@@ -338,6 +407,13 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
             holds a `SKILL.md` is a skill, and a source that holds a `SKILL.md` itself is
             one skill. Paths use forward slashes, as the backend sees them (virtual
             paths such as `/skills/`). A source that does not exist is skipped quietly.
+            A `(path, label)` pair lists its skills under a `**<label> Skills**` heading.
+        system_prompt: A template for the section with a `{skills_list}` slot (and, if
+            wanted, `{skills_locations}`; `{skills_load_warnings}` is left empty, as
+            skipped skills are reported as `SkillWarning`s); `None` adds no section.
+        tools: Tools the model is offered only once it has read (with `read_file`) the
+            `SKILL.md` of a skill whose front matter lists them in
+            `metadata: {include_tools: [...]}`; functions become tools.
 
     Raises:
         TypeError: `sources` is a single string, or holds something that is not a string.
@@ -350,15 +426,45 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
 
     state_schema = SkillsState
 
-    def __init__(self, *, backend: Backend | None = None, sources: Sequence[str]) -> None:
+    def __init__(
+        self,
+        *,
+        backend: Backend | None = None,
+        sources: Sequence[str | tuple[str, str]],
+        system_prompt: str | None = SKILLS_PROMPT,
+        tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
+    ) -> None:
         super().__init__()
+        if system_prompt is not None:
+            if not isinstance(system_prompt, str):
+                raise TypeError(
+                    f"system_prompt must be a str or None, not {type(system_prompt).__name__}"
+                )
+            if "{skills_list}" not in system_prompt:
+                raise ValueError(
+                    "system_prompt must contain the `{skills_list}` slot where the skills "
+                    "go; add it, or pass None to list no skills in the prompt."
+                )
+        self.system_prompt = system_prompt
+        self.gated_tools = _gated_tools(tools)
+        self.tools = list(self.gated_tools.values())
         if isinstance(sources, str | bytes):
             raise TypeError(
                 f"sources must be a list of skill source paths, e.g. [{sources!r}], not a "
                 "single string."
             )
         checked: list[str] = []
-        for source in sources:
+        self.labels: dict[str, str] = {}
+        for entry in sources:
+            if isinstance(entry, tuple):
+                if len(entry) != 2 or not all(isinstance(part, str) for part in entry):
+                    raise TypeError(
+                        f"a labelled skill source is a (path, label) pair of strings, not "
+                        f"{entry!r}."
+                    )
+                source, self.labels[entry[0]] = entry
+            else:
+                source = entry
             if not isinstance(source, str):
                 raise TypeError(
                     f"skill sources must be strings (paths such as '/skills/'), not "
@@ -415,4 +521,98 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
     def section_for_request(self, request: ModelRequest) -> PromptSection | None:
         """The skills section built from the catalogue in this run's state."""
         state = request.state if isinstance(request.state, Mapping) else {}
-        return skills_section(state.get(SKILLS_STATE_KEY) or [])
+        skills = state.get(SKILLS_STATE_KEY) or []
+        if self.system_prompt is None:
+            return None
+        if self.system_prompt is SKILLS_PROMPT and not self.labels:
+            return skills_section(skills)
+        if not skills:
+            return None
+        text = (
+            self.system_prompt.replace("{skills_locations}", self._locations())
+            .replace("{skills_load_warnings}", "")
+            .replace("{skills_list}", self._labelled_list(skills))
+        )
+        return PromptSection("skills", text, "stable")
+
+    def _locations(self) -> str:
+        return "\n".join(
+            f"- **{self.labels[s]} Skills**: `{s}`" if s in self.labels else f"- `{s}`"
+            for s in self.sources
+        )
+
+    def _labelled_list(self, skills: Sequence[SkillMetadata]) -> str:
+        """The skill lines, under a `**<label> Skills**` heading per labelled source."""
+        blocks: list[str] = []
+        for source in self.sources:
+            lines = [_skill_line(skill) for skill in skills if skill["source"] == source]
+            if not lines:
+                continue
+            heading = [f"**{self.labels[source]} Skills**"] if source in self.labels else []
+            blocks.append("\n".join([*heading, *lines]))
+        return "\n\n".join(blocks)
+
+    # ------------------------------------------------------------------ gated tools
+
+    def _unlocked(self, request: ModelRequest) -> set[str]:
+        """Gated tools named in `metadata.include_tools` of a skill the model has read."""
+        state = request.state if isinstance(request.state, Mapping) else {}
+        by_path = {s["path"]: s for s in state.get(SKILLS_STATE_KEY) or []}
+        unlocked: set[str] = set()
+        for message in request.messages:
+            for call in getattr(message, "tool_calls", None) or []:
+                skill = by_path.get(str(call["args"].get("file_path", "")))
+                if call["name"] == "read_file" and skill is not None:
+                    unlocked.update(_include_tools(skill))
+        return unlocked
+
+    def _visible(self, request: ModelRequest) -> ModelRequest:
+        if not self.gated_tools:
+            return request
+        hidden = set(self.gated_tools) - self._unlocked(request)
+        tools = [t for t in request.tools if getattr(t, "name", None) not in hidden]
+        return request.override(tools=tools)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Add the skills section and offer only the gated tools a read skill unlocked."""
+        return super().wrap_model_call(self._visible(request), handler)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """Async `wrap_model_call`."""
+        return await super().awrap_model_call(self._visible(request), handler)
+
+
+def _skill_line(skill: SkillMetadata) -> str:
+    return f"- {skill['name']} ({skill['path']}): {' '.join(skill['description'].split())}"
+
+
+def _include_tools(skill: Mapping[str, Any]) -> list[str]:
+    """The tool names a skill's `metadata: {include_tools: ...}` lists (list or spaced)."""
+    metadata = skill.get("metadata") or (skill.get("extra") or {}).get("metadata") or {}
+    names = metadata.get("include_tools") if isinstance(metadata, Mapping) else None
+    if isinstance(names, str):
+        return names.split()
+    return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def _gated_tools(tools: Sequence[BaseTool | Callable[..., Any]] | None) -> dict[str, BaseTool]:
+    """`tools=` as tools by name (functions become tools); programmer errors raise."""
+    if tools is None:
+        return {}
+    if isinstance(tools, BaseTool) or callable(tools) or isinstance(tools, dict):
+        raise TypeError("tools is a list of tools, e.g. tools=[my_tool].")
+    gated: dict[str, BaseTool] = {}
+    for item in tools:
+        if isinstance(item, dict):
+            raise TypeError("skills tools must be tools or functions, not provider tool dicts.")
+        built = item if isinstance(item, BaseTool) else as_tool(item)
+        if built.name in gated:
+            raise ValueError(f"tools repeats the name {built.name!r}; names must be unique.")
+        gated[built.name] = built
+    return gated

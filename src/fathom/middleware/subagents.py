@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, NotRequired
 
 from langchain.agents.middleware import InterruptOnConfig
 from langchain.agents.middleware.types import AgentMiddleware
@@ -29,16 +29,22 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from fathom.middleware.permissions import FilesystemPermission
+from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
 
 __all__ = [
+    "ASYNC_SUBAGENT_KEYS",
+    "COMPILED_SUBAGENT_KEYS",
     "GENERAL_PURPOSE",
     "GENERAL_PURPOSE_DESCRIPTION",
+    "GENERAL_PURPOSE_PROMPT",
+    "SUBAGENT_KEYS",
     "TASK_TOOL_DESCRIPTION",
     "CompiledSubAgent",
     "SubAgent",
     "SubAgentMiddleware",
     "subagent_answer",
+    "validate_subagent_spec",
 ]
 
 GENERAL_PURPOSE = "general-purpose"
@@ -49,6 +55,17 @@ GENERAL_PURPOSE_DESCRIPTION = (
     "in a separate context. Use it to keep bulky intermediate work (many searches, long "
     "files) out of the main conversation."
 )
+"""The default general-purpose subagent's line in the `task` tool's list of subagents."""
+
+GENERAL_PURPOSE_PROMPT = (
+    "You are a subagent working on one task the main agent handed you, with the same tools "
+    "it has. Only your final message goes back to the main agent: it never sees your tool "
+    "calls or their results. Make that message the complete answer, with what you found, "
+    "the paths of the files you wrote, and anything you could not do."
+)
+"""The default general-purpose subagent's own instructions (the main agent's system prompt
+is not passed on). A subagent spec named `general-purpose` replaces the default subagent,
+its description and prompt included."""
 
 
 class SubAgent(TypedDict):
@@ -62,7 +79,8 @@ class SubAgent(TypedDict):
 
     name: str
     description: str
-    system_prompt: str
+    system_prompt: NotRequired[str]
+    """The subagent's instructions, before fathom's base prompt; none when omitted."""
     tools: NotRequired[Sequence[BaseTool | Any]]
     model: NotRequired[str | BaseChatModel]
     middleware: NotRequired[Sequence[AgentMiddleware]]
@@ -70,6 +88,9 @@ class SubAgent(TypedDict):
     skills: NotRequired[list[str]]
     permissions: NotRequired[Sequence[FilesystemPermission]]
     response_format: NotRequired[Any]
+    mode: NotRequired[Literal["isolated", "fork"]]
+    """`"isolated"` (the default): the subagent sees only the task. `"fork"` is not
+    supported yet and raises at construction."""
 
 
 class CompiledSubAgent(TypedDict):
@@ -78,6 +99,68 @@ class CompiledSubAgent(TypedDict):
     name: str
     description: str
     runnable: Runnable
+    mode: NotRequired[Literal["isolated", "fork"]]
+
+
+SUBAGENT_KEYS = frozenset({
+    "name", "description", "system_prompt", "tools", "model", "middleware", "interrupt_on",
+    "skills", "permissions", "response_format", "mode",
+})  # fmt: skip
+"""The keys a `SubAgent` spec may have."""
+
+COMPILED_SUBAGENT_KEYS = frozenset({"name", "description", "runnable", "mode"})
+"""The keys a `CompiledSubAgent` spec may have."""
+
+ASYNC_SUBAGENT_KEYS = frozenset({"name", "description", "graph_id", "url", "headers"})
+"""The keys of an async (remote, background) subagent spec, recognised by `graph_id`."""
+
+
+def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
+    """Raise `ValueError` when a subagent spec cannot be what its author meant.
+
+    A spec is a plain dict, so a misspelled key (`"sytem_prompt"`, `"tool"`) would
+    otherwise be ignored without a word and the subagent built without it. The kind of
+    spec is told by its keys: `graph_id` marks an async subagent, `runnable` a compiled
+    one, anything else a `SubAgent`.
+    """
+    if not isinstance(spec, Mapping):
+        raise TypeError(
+            f"A subagent spec must be a dict (SubAgent or CompiledSubAgent), not "
+            f"{type(spec).__name__}: {spec!r}."
+        )
+    label = repr(spec.get("name", "?"))
+    if "graph_id" in spec:
+        kind, allowed = "async subagent spec", ASYNC_SUBAGENT_KEYS
+    elif "runnable" in spec:
+        kind, allowed = "CompiledSubAgent", COMPILED_SUBAGENT_KEYS
+    else:
+        kind, allowed = "SubAgent", SUBAGENT_KEYS
+    unknown = sorted(str(key) for key in spec if key not in allowed)
+    if unknown:
+        raise ValueError(
+            f"{kind} {label} has unknown key(s) {unknown}; the allowed keys are "
+            f"{sorted(allowed)}."
+        )
+    if "graph_id" in spec:
+        raise ValueError(
+            f"Subagent {label} has a 'graph_id', which makes it an async (remote, background) "
+            "subagent; fathom does not support async subagents yet. Remove 'graph_id' (and "
+            "'url' / 'headers') to run it as a local SubAgent with a 'system_prompt', or "
+            "pass a CompiledSubAgent with a 'runnable'."
+        )
+    for key in ("name", "description"):
+        if not isinstance(spec.get(key), str) or not spec[key]:
+            raise ValueError(f"{kind} {label} needs a non-empty string {key!r}.")
+    mode = spec.get("mode", "isolated")
+    if mode == "fork":
+        raise ValueError(
+            f"Subagent {label} has mode='fork', which fathom does not support yet; remove "
+            "'mode' (or set mode='isolated') to run it on the task description alone."
+        )
+    if mode != "isolated":
+        raise ValueError(
+            f"Subagent {label} has mode={mode!r}; the modes are 'isolated' and 'fork'."
+        )
 
 
 TASK_TOOL_DESCRIPTION = """Hand a self-contained task to a subagent, which works on it in a fresh context and returns one final report.
@@ -121,6 +204,17 @@ def _private_state_keys() -> frozenset[str]:
 
 
 _PRIVATE_KEYS = _private_state_keys()
+
+_CREATE_AGENT_RECURSION_LIMIT = 9999
+"""The limit LangChain's `create_agent` binds on every agent graph: a default, not a choice
+of the subagent's author, so the run's own limit replaces it."""
+
+
+def _own_recursion_limit(runnable: Any) -> int | None:
+    """The `recursion_limit` bound on a subagent's graph by its author, if any."""
+    bound = getattr(runnable, "config", None)  # a compiled graph's or a binding's config
+    limit = bound.get("recursion_limit") if isinstance(bound, Mapping) else None
+    return None if limit in (None, _CREATE_AGENT_RECURSION_LIMIT) else limit
 
 
 def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:
@@ -173,22 +267,57 @@ def _files_delta(
     return delta
 
 
-def _shared_update(state: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of the subagent's final state that go back to the parent."""
+def _shared_update(
+    state: Mapping[str, Any],
+    result: Mapping[str, Any],
+    private: frozenset[str] | set[str] = _PRIVATE_KEYS,
+) -> dict[str, Any]:
+    """The parts of the subagent's final state that go back to the parent (not `private`)."""
     update: dict[str, Any] = {}
     if "files" in result:
         delta = _files_delta(state.get("files") or {}, result.get("files") or {})
         if delta:
             update["files"] = delta
     for key, value in result.items():
-        if key in _PRIVATE_KEYS or key == "files" or key not in state:
+        if key in private or key == "files" or key not in state:
             continue
         if state[key] != value:
             update[key] = value
     return update
 
 
-class SubAgentMiddleware(AgentMiddleware):
+def _compile_spec(spec: Mapping[str, Any], state_schema: type[Any] | None) -> dict[str, Any]:
+    """A `SubAgent` spec given straight to `SubAgentMiddleware`, compiled on its own."""
+    from langchain.agents import create_agent
+
+    from fathom.models import resolve_model
+
+    name = spec.get("name", "?")
+    for key in ("model", "tools"):
+        if key not in spec:
+            raise ValueError(
+                f"SubAgent {name!r} must specify {key!r} when given to SubAgentMiddleware "
+                "directly (nothing is inherited here); add it, or use create_deep_agent, "
+                "which fills it from the main agent."
+            )
+    middleware = list(spec.get("middleware") or [])
+    if spec.get("interrupt_on"):
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+        middleware.append(HumanInTheLoopMiddleware(interrupt_on=spec["interrupt_on"]))
+    runnable = create_agent(
+        resolve_model(spec["model"]),
+        tools=list(spec["tools"]),
+        system_prompt=spec.get("system_prompt") or None,
+        middleware=middleware,
+        response_format=spec.get("response_format"),
+        state_schema=state_schema,
+        name=name,
+    )
+    return {"name": name, "description": spec.get("description", ""), "runnable": runnable}
+
+
+class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
     """Adds the `task` tool over compiled subagents.
 
     Args:
@@ -196,16 +325,39 @@ class SubAgentMiddleware(AgentMiddleware):
             be unique. `create_deep_agent` builds `SubAgent` specs into these.
         task_description: Replaces the tool description; `{available_agents}` in it is
             replaced by the `- name: description` list.
+        backend: Accepted for the reference's API (files reach subagents through the
+            shared state and backend of the agent).
+        system_prompt: A prompt section about delegating, followed by the list of
+            subagents; `None` adds none (the tool description already lists them).
+        private_state_keys: More state keys that are neither passed to subagents nor
+            taken back from them (`messages`, `todos` and the like always are).
+        state_schema: The state schema of subagents compiled here from `SubAgent` specs.
+
+    `SubAgent` specs (no `runnable`) are compiled here with LangChain's `create_agent`;
+    each must then give `model` and `tools`, as nothing is inherited from a parent.
     """
 
     def __init__(
         self,
-        subagents: Sequence[Mapping[str, Any]],
+        subagents: Sequence[Mapping[str, Any]] | None = None,
         *,
+        backend: Any = None,
+        system_prompt: str | None = None,
         task_description: str | None = None,
+        private_state_keys: Iterable[str] | None = None,
+        state_schema: type[Any] | None = None,
     ) -> None:
         super().__init__()
-        checked = [_check_compiled(spec) for spec in subagents]
+        self.backend = backend
+        self.private_state_keys: frozenset[str] = _PRIVATE_KEYS | frozenset(
+            private_state_keys or ()
+        )
+        checked = [
+            _check_compiled(
+                spec if "runnable" in spec else _compile_spec(spec, state_schema)
+            )
+            for spec in subagents or []
+        ]
         names = [spec["name"] for spec in checked]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -214,6 +366,10 @@ class SubAgentMiddleware(AgentMiddleware):
             raise ValueError("SubAgentMiddleware needs at least one subagent.")
         self.subagents: dict[str, CompiledSubAgent] = {s["name"]: s for s in checked}
         catalogue = "\n".join(f"- {s['name']}: {s['description']}" for s in checked)
+        self.section = PromptSection(
+            "subagents",
+            f"{system_prompt}\n\nAvailable subagent types:\n{catalogue}" if system_prompt else "",
+        )
         template = task_description or TASK_TOOL_DESCRIPTION
         self.tools = [
             StructuredTool.from_function(
@@ -248,10 +404,15 @@ class SubAgentMiddleware(AgentMiddleware):
         payload = {
             key: value
             for key, value in state.items()
-            if key not in _PRIVATE_KEYS and (channels is None or key in channels)
+            if key not in self.private_state_keys and (channels is None or key in channels)
         }
         payload["messages"] = [HumanMessage(content=description)]
         config = RunnableConfig(**(runtime.config or {}))
+        # The run's config (recursion_limit, configurable, callbacks) goes to the subagent,
+        # but a limit bound on the subagent itself (`graph.with_config(recursion_limit=n)`)
+        # is kept: the config passed to `invoke` would otherwise override it.
+        if _own_recursion_limit(runnable) is not None:
+            config.pop("recursion_limit", None)
         metadata = {
             **(config.get("metadata") or {}),
             "lc_agent_name": spec["name"],
@@ -275,7 +436,8 @@ class SubAgentMiddleware(AgentMiddleware):
             tool_call_id=runtime.tool_call_id,
             name="task",
         )
-        return Command(update={**_shared_update(state, result), "messages": [message]})
+        update = _shared_update(state, result, self.private_state_keys)
+        return Command(update={**update, "messages": [message]})
 
     def _failure(self, runtime: ToolRuntime, name: str, error: Exception) -> ToolMessage:
         if isinstance(error, GraphRecursionError):

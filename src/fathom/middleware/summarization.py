@@ -11,7 +11,9 @@ Three mechanisms keep a long run inside the model's window, cheapest first:
    structured summary written by the model; the replaced messages are archived as a
    transcript under `/conversation_history/`, readable with `read_file` and `grep`.
    Tool calls and their results are never separated. A `ContextOverflowError` from the
-   provider forces a summarization and one retry.
+   provider first sends the newest batch of tool results to files (summarization keeps
+   that batch whole, so it alone can be what does not fit) and retries; if that is not
+   enough, it forces a summarization and one more retry.
 
 Everything happens inside the model step (`wrap_model_call` / `wrap_tool_call`), so it adds
 no graph node and no checkpoint of its own.
@@ -19,11 +21,13 @@ no graph node and no checkpoint of its own.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired, overload
+from typing import Annotated, Any, Literal, NotRequired, overload
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -40,6 +44,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     ToolMessage,
@@ -52,6 +57,8 @@ from langgraph.types import Command
 
 from fathom.backends.protocol import BackendProtocol, resolve_backend
 from fathom.backends.state import StateBackend
+from fathom.models import resolve_model
+from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
     "ARCHIVE_DIR",
@@ -64,6 +71,7 @@ __all__ = [
     "SummarizationMiddleware",
     "SummarizationToolMiddleware",
     "context_window",
+    "create_summarization_middleware",
     "create_summarization_tool_middleware",
     "is_context_overflow",
 ]
@@ -82,6 +90,8 @@ FALLBACK_KEEP_MESSAGES = 6
 OFFLOAD_TOKENS = 20_000
 CHARS_PER_TOKEN = 4
 PREVIEW_LINES = 10
+BATCH_OFFLOAD_CHARS = 2_000
+"""After a context overflow, results of the newest batch longer than this go to files."""
 # File tools bound their own output (and offloading a read would only offload it again).
 _NOT_OFFLOADED = frozenset({"ls", "glob", "grep", "read_file", "write_file", "edit_file"})
 _TRIMMED_ARGS = {"write_file": "content", "edit_file": "new_string"}
@@ -177,6 +187,70 @@ def _transcript(messages: Sequence[AnyMessage]) -> str:
     return "\n".join(lines)
 
 
+ContextSize = tuple[Literal["fraction", "tokens", "messages"], float]
+"""A size the reference's way: `("fraction", 0.85)`, `("tokens", 100_000)`, `("messages", 6)`."""
+
+_HANDLED: ContextVar[bool] = ContextVar("fathom_summarization_handled", default=False)
+"""Set while a `SummarizationMiddleware` runs the rest of a model call, so a compaction
+tool's own summarizer further in does not compact the same request again."""
+
+
+def _clause(value: Any, what: str) -> tuple[str, float]:
+    if (
+        not isinstance(value, tuple)
+        or len(value) != 2
+        or value[0] not in ("fraction", "tokens", "messages")
+        or isinstance(value[1], bool)
+        or not isinstance(value[1], int | float)
+        or value[1] <= 0
+    ):
+        raise ValueError(
+            f"{what} is a pair such as ('fraction', 0.85), ('tokens', 100000) or "
+            f"('messages', 20), not {value!r}"
+        )
+    if value[0] == "fraction" and not 0 < value[1] <= 1:
+        raise ValueError(f"a {what} fraction lies in (0, 1], not {value[1]!r}")
+    return value[0], value[1]
+
+
+def _clauses(trigger: Any) -> list[tuple[str, float]]:
+    """`trigger=` as a list of (kind, value) conditions, any of which triggers."""
+    if trigger is None:
+        return []
+    if isinstance(trigger, Mapping):
+        raise NotImplementedError(
+            "A dict trigger (all conditions at once) is not supported; pass one pair, or a "
+            "list of pairs (any of which triggers)."
+        )
+    if isinstance(trigger, tuple):
+        return [_clause(trigger, "trigger")]
+    return [_clause(item, "trigger") for item in trigger]
+
+
+def _handled_here(handler: Callable[[ModelRequest], Any]) -> Callable[[ModelRequest], Any]:
+    """`handler`, run with `_HANDLED` set (for sync and async handlers alike)."""
+
+    def call(request: ModelRequest) -> Any:
+        token = _HANDLED.set(True)
+        try:
+            result = handler(request)
+        finally:
+            _HANDLED.reset(token)
+        if inspect.isawaitable(result):
+            return _awaited_handled(result)
+        return result
+
+    return call
+
+
+async def _awaited_handled(pending: Awaitable[Any]) -> Any:
+    token = _HANDLED.set(True)
+    try:
+        return await pending
+    finally:
+        _HANDLED.reset(token)
+
+
 @dataclass
 class _Compaction:
     messages: list[AnyMessage]
@@ -204,6 +278,22 @@ class SummarizationMiddleware(AgentMiddleware):
         fallback_trigger_tokens: The trigger when the window is unknown.
         fallback_keep_messages: Messages kept when the window is unknown.
         offload_tokens: Tool results (and old tool inputs) above this size are offloaded.
+        trigger: The reference's form of the trigger: `("fraction", f)`, `("tokens", n)` or
+            `("messages", n)`, or a list of them (whichever is reached first). A dict
+            (several conditions at once) is not supported. `None` keeps fathom's
+            `trigger_fraction` / `fallback_trigger_tokens`.
+        keep: What stays unsummarized: `("fraction", f)` of the window, `("tokens", n)`
+            or `("messages", n)`. `None` keeps `keep_fraction` / `fallback_keep_messages`.
+        token_counter: Counts a list of messages (the system message first) instead of
+            the model's reported usage and the built-in estimate.
+        summary_prompt: The prompt that asks for the summary; it must contain
+            `{conversation}` (or the reference's `{messages}`), replaced by the transcript.
+        trim_tokens_to_summarize: The most tokens of transcript the summary prompt carries
+            (the middle is cut; the archive has all of it). `None`: half the window.
+        truncate_args_settings: How big write/edit arguments of older messages are cut:
+            `max_length` (characters; default `offload_tokens` worth) and `trigger: None`
+            to turn this off. Its `keep` and `truncation_text` are accepted and not used
+            (the kept region is `keep`'s; the cut text is a pointer to the file).
     """
 
     state_schema = CompactionState
@@ -219,10 +309,52 @@ class SummarizationMiddleware(AgentMiddleware):
         fallback_trigger_tokens: int = FALLBACK_TRIGGER_TOKENS,
         fallback_keep_messages: int = FALLBACK_KEEP_MESSAGES,
         offload_tokens: int = OFFLOAD_TOKENS,
+        trigger: ContextSize | Sequence[ContextSize] | None = None,
+        keep: ContextSize | None = None,
+        token_counter: Callable[[Sequence[BaseMessage]], int] | None = None,
+        summary_prompt: str = SUMMARY_PROMPT,
+        trim_tokens_to_summarize: int | None = None,
+        truncate_args_settings: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        self.trigger_tokens: int | None = None
+        self.trigger_messages: int | None = None
+        for kind, value in _clauses(trigger):
+            if kind == "fraction":
+                trigger_fraction = float(value)
+            elif kind == "tokens":
+                self.trigger_tokens = min(int(value), self.trigger_tokens or int(value))
+            else:
+                self.trigger_messages = min(int(value), self.trigger_messages or int(value))
+        self.keep_tokens: int | None = None
+        self.keep_messages: int | None = None
+        if keep is not None:
+            kind, value = _clause(keep, "keep")
+            if kind == "fraction":
+                keep_fraction = float(value)
+            elif kind == "tokens":
+                self.keep_tokens = int(value)
+            else:
+                self.keep_messages = int(value)
         if not 0 < keep_fraction < trigger_fraction <= 1:
             raise ValueError("Need 0 < keep_fraction < trigger_fraction <= 1.")
+        if "{conversation}" not in summary_prompt and "{messages}" not in summary_prompt:
+            raise ValueError(
+                "summary_prompt must contain `{conversation}` (or `{messages}`), where the "
+                "transcript to summarize goes."
+            )
+        settings = dict(truncate_args_settings or {})
+        unknown = sorted(set(settings) - {"trigger", "keep", "max_length", "truncation_text"})
+        if unknown:
+            raise ValueError(
+                f"truncate_args_settings has unknown keys {unknown}; the keys are trigger, "
+                "keep, max_length and truncation_text."
+            )
+        self.token_counter = token_counter
+        self.summary_prompt = summary_prompt
+        self.trim_tokens_to_summarize = trim_tokens_to_summarize
+        self.truncate_args = not ("trigger" in settings and settings["trigger"] is None)
+        self.truncate_max_chars: int | None = settings.get("max_length")
         self.model = model
         self.backend = backend if backend is not None else StateBackend()
         self.max_input_tokens = max_input_tokens
@@ -239,12 +371,24 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _trigger(self, request: ModelRequest) -> int:
         window = self._window(request)
-        return int(window * self.trigger_fraction) if window else self.fallback_trigger_tokens
+        tokens = int(window * self.trigger_fraction) if window else self.fallback_trigger_tokens
+        if self.trigger_tokens is not None:
+            tokens = min(tokens, self.trigger_tokens) if window else self.trigger_tokens
+        return tokens
+
+    def _reached(self, request: ModelRequest, messages: Sequence[Any], tokens: int) -> bool:
+        """Whether the context is at the trigger (in tokens, or in messages if one is set)."""
+        if self.trigger_messages is not None and len(messages) >= self.trigger_messages:
+            return True
+        return tokens >= self._trigger(request)
 
     def count_tokens(self, request: ModelRequest, messages: Sequence[AnyMessage]) -> int:
         """The request's size: the model's own count for the prefix it last reported on
         (its `usage_metadata`), plus an estimate for what came after; all estimated when
-        no usage is reported."""
+        no usage is reported. A `token_counter` given to the middleware counts instead."""
+        if self.token_counter is not None:
+            system = [request.system_message] if request.system_message else []
+            return int(self.token_counter([*system, *messages]))
         for index in range(len(messages) - 1, -1, -1):
             message = messages[index]
             if isinstance(message, AIMessage) and message.usage_metadata:
@@ -259,7 +403,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def _plan(self, request: ModelRequest) -> tuple[ModelRequest, _Compaction | None]:
         messages = list(request.messages)
         tokens = self.count_tokens(request, messages)
-        if tokens < self._trigger(request):
+        if not self._reached(request, messages, tokens):
             return request, None
         trimmed = self._trim_old_inputs(request, messages)
         if trimmed is None:
@@ -272,8 +416,11 @@ class SummarizationMiddleware(AgentMiddleware):
     def _cutoff(self, request: ModelRequest, messages: list[AnyMessage]) -> int:
         """Index of the first kept message; tool results stay with their call."""
         window = self._window(request)
-        if window:
-            budget, kept, index = int(window * self.keep_fraction), 0, len(messages)
+        if self.keep_messages is not None:
+            index = max(len(messages) - self.keep_messages, 0)
+        elif window or self.keep_tokens is not None:
+            budget = self.keep_tokens or int((window or 0) * self.keep_fraction)
+            kept, index = 0, len(messages)
             while index > 0:
                 size = _approx([messages[index - 1]])
                 if kept + size > budget:
@@ -291,8 +438,10 @@ class SummarizationMiddleware(AgentMiddleware):
         self, request: ModelRequest, messages: list[AnyMessage]
     ) -> list[AnyMessage] | None:
         """Messages with big write/edit arguments before the kept region replaced by a pointer."""
+        if not self.truncate_args:
+            return None
         cutoff = self._cutoff(request, messages)
-        limit = self.offload_tokens * CHARS_PER_TOKEN
+        limit = self.truncate_max_chars or self.offload_tokens * CHARS_PER_TOKEN
         changed = False
         result = list(messages)
         for i, message in enumerate(messages[:cutoff]):
@@ -304,7 +453,8 @@ class SummarizationMiddleware(AgentMiddleware):
                 value = call["args"].get(key) if key else None
                 if isinstance(value, str) and len(value) > limit:
                     path = call["args"].get("file_path", "the file")
-                    note = f"[{len(value):,} characters, stored in {path}; read it with read_file]"
+                    stored = f"{len(value):,} characters, stored in `{path}`"
+                    note = f"[{stored}: read it with read_file]"
                     call = {**call, "args": {**call["args"], key: note}}
                     changed = True
                 calls.append(call)
@@ -341,6 +491,8 @@ class SummarizationMiddleware(AgentMiddleware):
     def _summary_prompt(self, request: ModelRequest, messages: list[AnyMessage]) -> list:
         window = self._window(request) or self.fallback_trigger_tokens
         budget = int(window * 0.5) * CHARS_PER_TOKEN
+        if self.trim_tokens_to_summarize is not None:
+            budget = self.trim_tokens_to_summarize * CHARS_PER_TOKEN
         earlier = [m for m in messages if _is_summary(m)]
         text = _transcript([m for m in messages if not _is_summary(m)])
         if len(text) > budget:
@@ -355,14 +507,18 @@ class SummarizationMiddleware(AgentMiddleware):
         previous = "\n\n".join(str(m.content) for m in earlier)
         if previous:
             text = f"(Summary of an even earlier part)\n{previous}\n\n{text}"
-        return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=text))]
+        prompt = self.summary_prompt
+        if prompt is SUMMARY_PROMPT:
+            return [HumanMessage(content=prompt.format(conversation=text))]
+        prompt = prompt.replace("{conversation}", text).replace("{messages}", text)
+        return [HumanMessage(content=prompt)]
 
     def _summary_message(self, summary: str, archive: str) -> HumanMessage:
         return HumanMessage(
             content=(
                 "[The conversation so far was summarized to save space.]\n\n"
                 f"{summary.strip()}\n\nThe full transcript of the summarized part is in "
-                f"{archive}; use read_file or grep on it if you need an exact detail."
+                f"`{archive}`: use read_file or grep on it if you need an exact detail."
             ),
             additional_kwargs={"lc_source": SUMMARY_SOURCE},
         )
@@ -410,10 +566,10 @@ class SummarizationMiddleware(AgentMiddleware):
         return self._summarized(request, old, kept, summary.text, archive)
 
     def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
-        if compaction is not None and compaction.tokens is not None:
-            return compaction.tokens >= self._trigger(request)
         messages = compaction.messages if compaction else list(request.messages)
-        return self.count_tokens(request, messages) >= self._trigger(request)
+        if compaction is not None and compaction.tokens is not None:
+            return self._reached(request, messages, compaction.tokens)
+        return self._reached(request, messages, self.count_tokens(request, messages))
 
     @overload
     @staticmethod
@@ -461,6 +617,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
     ) -> Any:
+        handler = _handled_here(handler)
         requested = self._requested(request)
         request, compaction = self._plan(request)
         if requested or self._needs_summary(request, compaction):
@@ -473,16 +630,30 @@ class SummarizationMiddleware(AgentMiddleware):
         except Exception as error:
             if not is_context_overflow(error):
                 raise
-            forced = self._compact(request, list(request.messages))
-            if forced is None:
-                raise
-            compaction = self._merge(compaction, forced)
-            retry = request.override(messages=compaction.messages)
-            return self._respond(handler(retry), compaction, requested)
+            overflow = error
+        batch = self._offload_batch(request, list(request.messages))
+        if batch is not None:
+            # the newest batch of results is kept whole by summarization, so a batch
+            # too big for the window goes to files first
+            compaction = self._merge(compaction, batch)
+            request = request.override(messages=compaction.messages)
+            try:
+                return self._respond(handler(request), compaction, requested)
+            except Exception as error:
+                if not is_context_overflow(error):
+                    raise
+                overflow = error
+        forced = self._compact(request, list(request.messages))
+        if forced is None:
+            raise overflow
+        compaction = self._merge(compaction, forced)
+        retry = request.override(messages=compaction.messages)
+        return self._respond(handler(retry), compaction, requested)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
     ) -> Any:
+        handler = _handled_here(handler)
         requested = self._requested(request)
         request, compaction = self._plan(request)
         if requested or self._needs_summary(request, compaction):
@@ -495,12 +666,115 @@ class SummarizationMiddleware(AgentMiddleware):
         except Exception as error:
             if not is_context_overflow(error):
                 raise
-            forced = await self._acompact(request, list(request.messages))
-            if forced is None:
-                raise
-            compaction = self._merge(compaction, forced)
-            retry = request.override(messages=compaction.messages)
-            return self._respond(await handler(retry), compaction, requested)
+            overflow = error
+        batch = await self._aoffload_batch(request, list(request.messages))
+        if batch is not None:
+            compaction = self._merge(compaction, batch)
+            request = request.override(messages=compaction.messages)
+            try:
+                return self._respond(await handler(request), compaction, requested)
+            except Exception as error:
+                if not is_context_overflow(error):
+                    raise
+                overflow = error
+        forced = await self._acompact(request, list(request.messages))
+        if forced is None:
+            raise overflow
+        compaction = self._merge(compaction, forced)
+        retry = request.override(messages=compaction.messages)
+        return self._respond(await handler(retry), compaction, requested)
+
+    # -- offloading the newest batch after an overflow ----------------------------------------
+
+    @staticmethod
+    def _batch(messages: list[AnyMessage]) -> list[int]:
+        """Indexes of the results of the newest AI message's tool calls that are big enough
+        to be worth moving out (their text is longer than the notice that replaces them)."""
+        start = len(messages)
+        while start > 0 and isinstance(messages[start - 1], ToolMessage):
+            start -= 1
+        return [
+            i
+            for i in range(start, len(messages))
+            if isinstance(messages[i].content, str)
+            and len(messages[i].content) > BATCH_OFFLOAD_CHARS
+        ]
+
+    @staticmethod
+    def _clipped(message: ToolMessage) -> ToolMessage:
+        """A file tool's result cut to its start: what it showed is on the backend already,
+        so it is asked for again in smaller pieces rather than written a second time."""
+        content = str(message.content)
+        how = (
+            "read it again in smaller pages (offset and limit)"
+            if message.name == "read_file"
+            else f"call {message.name} again with a narrower path or pattern"
+        )
+        text = (
+            f"{content[:BATCH_OFFLOAD_CHARS]}\n[Cut at {BATCH_OFFLOAD_CHARS:,} of "
+            f"{len(content):,} characters: the results of this turn did not fit the "
+            f"context together. To see the rest, {how}.]"
+        )
+        return message.model_copy(update={"content": text})
+
+    def _batch_writes(self, messages: list[AnyMessage]) -> tuple[list[int], list[int]]:
+        """The batch split into results to clip (file tools) and results to write."""
+        indexes = self._batch(messages)
+        clip = [i for i in indexes if getattr(messages[i], "name", None) in _NOT_OFFLOADED]
+        return clip, [i for i in indexes if i not in clip]
+
+    @staticmethod
+    def _batch_path(message: AnyMessage, index: int) -> str:
+        call_id = getattr(message, "tool_call_id", None) or f"result_{index}"
+        return f"{OFFLOAD_DIR}/{call_id}"
+
+    def _batch_result(
+        self, messages: list[AnyMessage], clip: list[int], written: dict[int, tuple[str, Any]]
+    ) -> _Compaction | None:
+        """The conversation with the batch's big results replaced (clipped, or a notice of
+        the file each went to); `None` when nothing could be replaced."""
+        result, files = list(messages), {}
+        for index in clip:
+            message = messages[index]
+            if isinstance(message, ToolMessage):
+                result[index] = self._clipped(message)
+        for index, (path, outcome) in written.items():
+            message = messages[index]
+            if outcome.error or not isinstance(message, ToolMessage):
+                continue  # kept as it is: summarization may still make room
+            result[index] = self._notice(message, path, str(message.content), outcome)
+            files.update(outcome.files_update or {})
+        if all(new is old for new, old in zip(result, messages, strict=True)):
+            return None
+        return _Compaction(result, files)
+
+    def _offload_batch(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> _Compaction | None:
+        """After an overflow: the newest batch's big results moved out of the conversation."""
+        clip, write = self._batch_writes(messages)
+        if not clip and not write:
+            return None
+        backend = resolve_backend(self.backend, _tool_like_runtime(request))
+        written = {}
+        for index in write:
+            path = self._batch_path(messages[index], index)
+            written[index] = (path, backend.write(path, str(messages[index].content)))
+        return self._batch_result(messages, clip, written)
+
+    async def _aoffload_batch(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> _Compaction | None:
+        """Async `_offload_batch`, on the backend's `awrite`."""
+        clip, write = self._batch_writes(messages)
+        if not clip and not write:
+            return None
+        backend = resolve_backend(self.backend, _tool_like_runtime(request))
+        written = {}
+        for index in write:
+            path = self._batch_path(messages[index], index)
+            written[index] = (path, await backend.awrite(path, str(messages[index].content)))
+        return self._batch_result(messages, clip, written)
 
     # -- offloading big tool results ---------------------------------------------------------
 
@@ -518,7 +792,15 @@ class SummarizationMiddleware(AgentMiddleware):
         return backend, f"{OFFLOAD_DIR}/{call_id}", content
 
     def _offloaded(self, result: ToolMessage, path: str, content: str, written: Any) -> Any:
-        """The tool result that replaces one whose content was written to `path`."""
+        """The tool result that replaces one whose content was written to `path`, with the
+        `files` update of an in-state backend."""
+        message = self._notice(result, path, content, written)
+        if written.files_update:
+            return Command(update={"files": written.files_update, "messages": [message]})
+        return message
+
+    def _notice(self, result: ToolMessage, path: str, content: str, written: Any) -> ToolMessage:
+        """The message that replaces `result`, whose content was written to `path`."""
         lines = content.splitlines()
         preview = "\n".join(line[:200] for line in lines[:PREVIEW_LINES])
         if written.error:
@@ -530,14 +812,11 @@ class SummarizationMiddleware(AgentMiddleware):
         else:
             text = (
                 f"This result was too large to show ({len(content):,} characters, "
-                f"{len(lines):,} lines), so it was saved to {path}. Its first lines:\n\n"
+                f"{len(lines):,} lines), so it was saved to `{path}`. Its first lines:\n\n"
                 f"{preview}\n\nRead the rest with read_file (offset and limit) or search it "
                 "with grep."
             )
-        message = result.model_copy(update={"content": text})
-        if written.files_update:
-            return Command(update={"files": written.files_update, "messages": [message]})
-        return message
+        return result.model_copy(update={"content": text})
 
     def _offload(self, request: ToolCallRequest, result: Any) -> Any:
         target = self._offload_target(request, result)
@@ -606,18 +885,36 @@ async def _acompact_conversation(runtime: ToolRuntime) -> Command | ToolMessage:
     return _compact_conversation(runtime)
 
 
-class SummarizationToolMiddleware(AgentMiddleware):
+COMPACT_PROMPT = """## Compacting
+
+When the conversation has grown long and what came before is no longer needed in detail (between tasks), call `compact_conversation` alone to replace older messages with a summary."""  # noqa: E501
+"""The prompt section `create_summarization_tool_middleware(system_prompt=)` replaces."""
+
+
+class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
     """Adds the `compact_conversation` tool, with which the agent compacts on purpose.
 
-    The automatic summarization keeps running as well; the tool only asks the next model
-    step to summarize now. Needs `SummarizationMiddleware` in the same agent (every fathom
-    deep agent has it).
+    The tool asks the next model step to summarize now. That is done by the agent's
+    `SummarizationMiddleware` (every fathom deep agent has one), or, when the agent has
+    none, by `summarization` given here.
+
+    Args:
+        summarization: The summarizer to use when no `SummarizationMiddleware` of the
+            agent handles the request (e.g. under plain `create_agent`).
+        system_prompt: A prompt section about the tool; `None` adds none.
     """
 
     state_schema = CompactionState
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        summarization: SummarizationMiddleware | None = None,
+        *,
+        system_prompt: str | None = None,
+    ) -> None:
         super().__init__()
+        self.summarization = summarization
+        self.section = PromptSection("compacting", system_prompt or "")
         self.tools = [
             StructuredTool.from_function(
                 name="compact_conversation",
@@ -628,9 +925,70 @@ class SummarizationToolMiddleware(AgentMiddleware):
         ]
 
 
+    def _own(self, request: ModelRequest) -> SummarizationMiddleware | None:
+        """The summarizer to run here: only for a requested compaction no agent-level
+        `SummarizationMiddleware` is already handling."""
+        if self.summarization is None or _HANDLED.get():
+            return None
+        return self.summarization if SummarizationMiddleware._requested(request) else None
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
+    ) -> Any:
+        """Add the section; compact here when asked and nothing else does."""
+        request = self._with_section(request)
+        own = self._own(request)
+        return handler(request) if own is None else own.wrap_model_call(request, handler)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
+    ) -> Any:
+        """Async `wrap_model_call`."""
+        request = self._with_section(request)
+        own = self._own(request)
+        if own is None:
+            return await handler(request)
+        return await own.awrap_model_call(request, handler)
+
+
 def create_summarization_tool_middleware(
-    model: Any = None, backend: Any = None
+    model: str | BaseChatModel | None = None,
+    backend: Any = None,
+    *,
+    system_prompt: str | None = COMPACT_PROMPT,
 ) -> SummarizationToolMiddleware:
-    """The reference's factory: the compaction tool (`model`/`backend` are taken from the
-    agent's own `SummarizationMiddleware`, so they are accepted and not needed here)."""
-    return SummarizationToolMiddleware()
+    """The `compact_conversation` tool, summarizing with `model` into `backend` when the
+    agent has no `SummarizationMiddleware` of its own (which then does it instead).
+
+    `model=None` summarizes with the agent's own model; `system_prompt=None` adds no
+    prompt section about the tool.
+    """
+    chat = resolve_model(model) if isinstance(model, str) else model
+    return SummarizationToolMiddleware(
+        SummarizationMiddleware(chat, backend), system_prompt=system_prompt
+    )
+
+
+def create_summarization_middleware(
+    model: BaseChatModel,
+    backend: Any,
+    *,
+    summary_prompt: str = SUMMARY_PROMPT,
+    trim_tokens_to_summarize: int | None = None,
+    token_counter: Callable[[Sequence[BaseMessage]], int] | None = None,
+) -> SummarizationMiddleware:
+    """A `SummarizationMiddleware` with defaults from the model's profile: a share of its
+    context window when the profile gives one, fixed token and message counts otherwise
+    (which is what `SummarizationMiddleware` does by default)."""
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            "create_summarization_middleware takes a chat model instance; resolve a "
+            "'provider:model' string with fathom.models.resolve_model first."
+        )
+    return SummarizationMiddleware(
+        model,
+        backend,
+        summary_prompt=summary_prompt,
+        trim_tokens_to_summarize=trim_tokens_to_summarize,
+        token_counter=token_counter,
+    )

@@ -1,0 +1,8 @@
+"""`fathom.graph`: where `create_deep_agent` and the agent state live, under the module
+name the Deep Agents package uses (`deepagents.graph`), so imports from it port unchanged.
+"""
+
+from fathom.agent import create_deep_agent
+from fathom.state import DeepAgentState
+
+__all__ = ["DeepAgentState", "create_deep_agent"]
