@@ -5,50 +5,8 @@
 structured output) and `prompts` are its parts.
 """
 
-from fathom.patterns.workflow.graph import (
-    CHECKPOINT_TYPES,
-    Action,
-    ActionRegistry,
-    CheckVerdict,
-    Clarification,
-    Plan,
-    PlanOrderError,
-    RetryPolicy,
-    StructuredOutputError,
-    SubTask,
-    TaskResult,
-    TaskStatus,
-    Worker,
-    WorkflowInput,
-    WorkflowState,
-    WorkflowStatus,
-    WorkItem,
-    compute_waves,
-    create_plan_work_check_report,
-    merge_results,
-    render_task,
-)
+from fathom.patterns.workflow import graph as _graph
+from fathom.patterns.workflow.graph import *  # noqa: F403 (the names listed in graph.__all__)
 
-__all__ = [
-    "CHECKPOINT_TYPES",
-    "Action",
-    "ActionRegistry",
-    "CheckVerdict",
-    "Clarification",
-    "Plan",
-    "PlanOrderError",
-    "RetryPolicy",
-    "StructuredOutputError",
-    "SubTask",
-    "TaskResult",
-    "TaskStatus",
-    "WorkItem",
-    "Worker",
-    "WorkflowInput",
-    "WorkflowState",
-    "WorkflowStatus",
-    "compute_waves",
-    "create_plan_work_check_report",
-    "merge_results",
-    "render_task",
-]
+__all__: list[str] = []
+__all__ += _graph.__all__
