@@ -221,6 +221,16 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
+def prefix_kept(earlier: str, later: str) -> tuple[int, float]:
+    """How much of canonical request `earlier` starts `later`: the common prefix in
+    characters, and as a fraction of `earlier` without its `CLOSING` characters, so a
+    request that extends `earlier` (the next step of a loop, or a forked subagent's first
+    request after its parent's last) scores exactly 1.0."""
+    prefix = common_prefix_length(earlier, later)
+    body = len(earlier) - len(CLOSING) if earlier.endswith(CLOSING) else len(earlier)
+    return prefix, (min(1.0, prefix / body) if body > 0 else 1.0)
+
+
 def prefix_pairs(canonicals: Sequence[str]) -> list[dict[str, Any]]:
     """For each consecutive pair: the common prefix as a fraction of the earlier request.
 
@@ -235,9 +245,7 @@ def prefix_pairs(canonicals: Sequence[str]) -> list[dict[str, Any]]:
     pairs = []
     for k in range(len(canonicals) - 1):
         earlier, later = canonicals[k], canonicals[k + 1]
-        prefix = common_prefix_length(earlier, later)
-        body = len(earlier) - len(CLOSING) if earlier.endswith(CLOSING) else len(earlier)
-        fraction = min(1.0, prefix / body) if body > 0 else 1.0
+        prefix, fraction = prefix_kept(earlier, later)
         pair: dict[str, Any] = {
             "pair": k,
             "prefix": prefix,

@@ -169,11 +169,14 @@ def default_subagent() -> dict[str, Any]:
     main_request = requests[0]
     sub_request = next(r for r in requests if "task" not in r.tool_names)
     own_prompt = sub_request.system_prompt != main_request.system_prompt
-    same_tools = sub_request.tool_names == [n for n in main_request.tool_names if n != "task"]
+    # the main agent's tools, less `task` and the main agent's own planning (`write_todos`)
+    same_tools = sub_request.tool_names == [
+        n for n in main_request.tool_names if n not in ("task", "write_todos")
+    ]
     names = [line.split(":")[0] for line in task_catalogue(main_request)]
     print(f"  task tool lists: {names}")
     print(f"  general-purpose has its own system prompt: {own_prompt}")
-    print(f"  general-purpose has the main agent's tools (without task): {same_tools}")
+    print(f"  general-purpose has the main agent's tools (without task, write_todos): {same_tools}")
     print(f"  search results in the main agent's context: {searches_in_main_context(state)}")
     print("  answer: " + state["messages"][-1].content.replace("\n", "\n  | "))
     return {

@@ -104,7 +104,7 @@ LANGGRAPH_ANSWER = (
 
 QUESTIONS = ["What is langgraph?", "Find recent arXiv papers on agent memory."]
 
-SKILL_LINE = re.compile(r"^- (\S+) \((.+?SKILL\.md)\): (.*)$", re.MULTILINE)
+SKILL_LINE = re.compile(r"^- (\S+) \(`(.+?SKILL\.md)`\): (.*)$", re.MULTILINE)
 
 
 def listed_skills(request: ScriptRequest) -> dict[str, str]:

@@ -85,7 +85,7 @@ LAYER_FILES = {
     ),
 }
 
-SKILL_LINE = re.compile(r"^- (\S+) \((.+?SKILL\.md)\): (.*)$", re.MULTILINE)
+SKILL_LINE = re.compile(r"^- (\S+) \(`(.+?SKILL\.md)`\): (.*)$", re.MULTILINE)
 
 
 def listed_skills(request: ScriptRequest) -> dict[str, str]:

@@ -41,7 +41,7 @@ LANGGRAPH_ANSWER = (
     "agents as graphs of steps, with persistence, streaming and human-in-the-loop built in."
 )
 
-SKILL_LINE = re.compile(r"^- (\S+) \((.+?SKILL\.md)\): (.*)$", re.MULTILINE)
+SKILL_LINE = re.compile(r"^- (\S+) \(`(.+?SKILL\.md)`\): (.*)$", re.MULTILINE)
 
 
 def listed_skills(request: ScriptRequest) -> dict[str, str]:

@@ -62,6 +62,11 @@ EXAMPLES: dict[str, list[str]] = {
         "ls is described as: 'List a directory of the workspace.'",
         "grep offered: False",
     ],
+    "profiles_config": [
+        "Suffix present: True",
+        "Tools hidden: True",
+        "Helper listed: True",
+    ],
     "human_in_the_loop": [
         "needs review: delete_file({'path': '/logs/app.log'}) "
         "allowed=['approve', 'edit', 'reject']",
@@ -187,7 +192,7 @@ EXAMPLES: dict[str, list[str]] = {
         "[gemini] main agent: task({'subagent_type': 'general-purpose', 'description': "
         "'调研量子计算的发展趋势'})",
         "general-purpose has its own system prompt: True",
-        "general-purpose has the main agent's tools (without task): True",
+        "general-purpose has the main agent's tools (without task, write_todos): True",
         "search results in the main agent's context: 0",
         "[gpt-5.4] general-purpose: internet_search(",
         "task tool lists: ['general-purpose: General-purpose agent for research and "
@@ -240,6 +245,14 @@ EXAMPLES: dict[str, list[str]] = {
         "[subagent] custom event: {'status': 'complete', 'progress': 100}",
         "[subagent] step: tools",
         "[main] step: tools",
+    ],
+    "subagent_fork": [
+        "task description: 'Draft the reply to the customer.'",
+        "fork's messages: ['system', 'human', 'ai', 'tool', 'human']",
+        "same system prompt: True",
+        "same tools: True",
+        "share of the main agent's last request that starts the fork's: 1.000",
+        "Dear customer, sorry for the delay. Order A-17: shipped 2 days late",
     ],
     "skills_state_backend": [
         "skills in the system prompt: ['langgraph-docs (/skills/langgraph-docs/SKILL.md)']",
@@ -1199,6 +1212,15 @@ def test_memory_long_term_main():
     assert outcome["stored"] == {"/user_preferences.txt": "light mode and metric units"}
 
 
+def test_subagent_fork_main():
+    outcome = load("subagent_fork").main()
+    assert outcome["fraction"] == 1.0
+    parent, fork = outcome["parent"], outcome["fork"]
+    assert fork.canonical_json().startswith(parent.canonical_json()[: -len("]}]")])
+    (answer,) = [m for m in tool_messages(outcome["state"]) if m.name == "task"]
+    assert "carrier Parcelo" in answer.content  # known only from the inherited conversation
+
+
 def test_profiles_main():
     from fathom.profiles import registry
 
@@ -1207,6 +1229,21 @@ def test_profiles_main():
         state = load("profiles").main()
         answer = state["messages"][-1].content
         assert "Suffix present: True" in answer and "grep offered: False" in answer
+    finally:  # the example registers for every "openai" model; later tests must not see it
+        for live, before in zip((registry._HARNESS, registry._PROVIDER), saved, strict=True):
+            live.clear()
+            live.update(before)
+
+
+def test_profiles_config_main():
+    from fathom.profiles import registry
+
+    saved = dict(registry._HARNESS), dict(registry._PROVIDER)
+    try:
+        state = load("profiles_config").main()
+        answer = state["messages"][-1].content
+        assert answer.splitlines() == [
+            "Suffix present: True", "Tools hidden: True", "Helper listed: True"]
     finally:  # the example registers for every "openai" model; later tests must not see it
         for live, before in zip((registry._HARNESS, registry._PROVIDER), saved, strict=True):
             live.clear()

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from fathom import CompiledSubAgent, create_deep_agent
 from fathom.backends import create_file_data
+from fathom.middleware import PlanningMiddleware
 from fathom.testing import Rendezvous, ScriptedModel, ScriptRequest, ai, tool_call
 from fathom.usage import AgentUsage
 
@@ -26,9 +27,9 @@ SUPERVISOR_PROMPT = "你是个人助理主管。遇到日程类请求时，交�
 CALENDAR_PROMPT = "你是日历助手。收到日程请求后，调用 create_calendar_event 创建事件，然后确认。"
 TASK = "帮我约明天下午 3 点和张三开产品评审会，时长 1 小时"
 CREATED = "OK: created '产品评审会' at 2025-06-11T15:00:00 for 60 min"
-BUILTINS = [
-    "delete", "edit_file", "glob", "grep", "ls", "read_file", "write_file", "write_todos"
-]
+FILE_TOOLS = ["delete", "edit_file", "glob", "grep", "ls", "read_file", "write_file"]
+BUILTINS = [*FILE_TOOLS, "write_todos"]
+"""The main agent's built-in tools; a subagent built from a spec has only the file tools."""
 
 
 @tool
@@ -85,7 +86,7 @@ def test_four_calls_supervisor_subagent_subagent_supervisor_with_exact_contexts(
     assert SUPERVISOR_PROMPT not in second.system_prompt
     assert [type(m) for m in second.messages] == [SystemMessage, HumanMessage]
     assert second.messages[1].content == TASK
-    assert second.tool_names == sorted([*BUILTINS, "create_calendar_event"])
+    assert second.tool_names == sorted([*FILE_TOOLS, "create_calendar_event"])
 
     # 3: plus its own call and the tool's result
     assert [type(m) for m in third.messages] == [
@@ -358,7 +359,9 @@ def test_the_general_purpose_subagent_has_the_parents_tools_and_can_be_replaced_
     # its own instructions, not the parent's (see tests/test_reference_parity.py)
     assert "MAIN PROMPT" not in (gp.system_prompt or "")
     assert "MAIN PROMPT" in (model.requests[0].system_prompt or "")
-    assert gp.tool_names == [t for t in model.requests[0].tool_names if t != "task"]
+    assert gp.tool_names == [
+        t for t in model.requests[0].tool_names if t not in ("task", "write_todos")
+    ]
     assert [m.content for m in result["messages"] if m.type == "tool"] == ["gp answer"]
 
     replacement = ScriptedModel(replies=[ai("replacement answer")])
@@ -374,6 +377,48 @@ def test_the_general_purpose_subagent_has_the_parents_tools_and_can_be_replaced_
     model = ScriptedModel(replies=[ai("x")])
     create_deep_agent(model, general_purpose_subagent=False).invoke(USER)
     assert "task" not in model.requests[0].tool_names
+
+
+def test_a_subagents_tools_are_its_own_or_the_parents_plus_the_file_tools_only():
+    """As in the reference: `tools=[x]` gives x and the file tools, no `write_todos`; no
+    `tools` key (and the general-purpose subagent) gives the parent's tools instead of x."""
+
+    @tool
+    def x(q: str) -> str:
+        """Tool x."""
+        return q
+
+    @tool
+    def y(q: str) -> str:
+        """Tool y."""
+        return q
+
+    names = ["general-purpose", "with-x", "no-tools"]
+
+    def policy(request):
+        if request.last_human_text in names:
+            return ai("ok")
+        if not request.tool_results:
+            return ai("", *[tool_call("task", {"description": n, "subagent_type": n})
+                            for n in names])  # fmt: skip
+        return ai("done")
+
+    model = ScriptedModel(policy=policy)
+    create_deep_agent(
+        model,
+        [y],
+        subagents=[
+            {"name": "with-x", "description": "d", "system_prompt": "p", "tools": [x]},
+            {"name": "no-tools", "description": "d", "system_prompt": "p"},
+        ],
+    ).invoke(USER)
+    seen = {r.last_human_text: set(r.tool_names) for r in model.requests[1:4]}
+    assert seen == {
+        "with-x": {*FILE_TOOLS, "x"},
+        "no-tools": {*FILE_TOOLS, "y"},
+        "general-purpose": {*FILE_TOOLS, "y"},
+    }
+    assert set(model.requests[0].tool_names) == {*BUILTINS, "task", "y"}
 
 
 # -- parallelism -----------------------------------------------------------------------------
@@ -746,8 +791,9 @@ def test_a_subagent_neither_sees_nor_overwrites_its_parents_plan():
         return ai("worker finished")
 
     worker_model = ScriptedModel(policy=worker_policy)
+    # a subagent plans only with planning middleware of its own
     worker = {"name": "worker", "description": "d", "system_prompt": "You are a worker.",
-              "model": worker_model}  # fmt: skip
+              "model": worker_model, "middleware": [PlanningMiddleware()]}  # fmt: skip
     model = ScriptedModel(
         replies=[
             ai("", tool_call("write_todos", {"todos": parent_plan})),

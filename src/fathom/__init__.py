@@ -15,9 +15,11 @@ if TYPE_CHECKING:
     from fathom.middleware import (
         FilesystemMiddleware,
         HumanInTheLoopMiddleware,
+        MemoryMiddleware,
         PatchToolCallsMiddleware,
         PlanningMiddleware,
     )
+    from fathom.middleware.filesystem import FsToolName
     from fathom.middleware.human_in_the_loop import InterruptOnConfig
     from fathom.middleware.permissions import FilesystemPermission
     from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     )
     from fathom.prompt import PromptSection
     from fathom.runs import ThreadBusyError, afinish_pending_step, finish_pending_step
+    from fathom.state import DeepAgentState
 
 _WHERE = {
     "create_deep_agent": "fathom.agent",
@@ -40,6 +43,8 @@ _WHERE = {
     "create_file_data": "fathom.backends",
     "FilesystemMiddleware": "fathom.middleware",
     "HumanInTheLoopMiddleware": "fathom.middleware",
+    "MemoryMiddleware": "fathom.middleware",
+    "FsToolName": "fathom.middleware.filesystem",
     "PatchToolCallsMiddleware": "fathom.middleware",
     "PlanningMiddleware": "fathom.middleware",
     "InterruptOnConfig": "fathom.middleware.human_in_the_loop",
@@ -59,18 +64,22 @@ _WHERE = {
     "ThreadBusyError": "fathom.runs",
     "afinish_pending_step": "fathom.runs",
     "finish_pending_step": "fathom.runs",
+    "DeepAgentState": "fathom.state",
 }
 
 __all__ = [
     "BackendProtocol",
     "CompiledSubAgent",
+    "DeepAgentState",
     "FilesystemMiddleware",
     "FilesystemPermission",
+    "FsToolName",
     "GeneralPurposeSubagentProfile",
     "HarnessProfile",
     "HarnessProfileConfig",
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
+    "MemoryMiddleware",
     "ModelNotConfiguredError",
     "PatchToolCallsMiddleware",
     "PlanningMiddleware",

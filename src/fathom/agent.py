@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,13 +45,18 @@ from fathom.middleware.subagents import (
     GENERAL_PURPOSE_DESCRIPTION,
     GENERAL_PURPOSE_PROMPT,
     CompiledSubAgent,
+    ForkTaskToolMiddleware,
     SubAgent,
     SubAgentMiddleware,
+    is_fork,
+    mark_declarative_fork,
+    task_tool_description,
     validate_subagent_spec,
 )
 from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.models import resolve_model
 from fathom.profiles.apply import apply_profile
+from fathom.profiles.harness import GeneralPurposeSubagentProfile
 from fathom.profiles.registry import general_purpose_settings, harness_profile_for_model
 from fathom.prompt import (
     BASE_PROMPT,
@@ -64,12 +70,15 @@ from fathom.state import DeepAgentState
 __all__ = ["create_deep_agent"]
 
 
-def _initial_system_message(system_prompt: str | SystemMessage | None) -> AssembledSystemMessage:
+def _initial_system_message(
+    system_prompt: str | SystemMessage | None, addendum: str | None = None
+) -> AssembledSystemMessage:
     """The agent's starting system message: the caller's prompt, then fathom's sections.
 
     A `SystemMessage` whose content is a list of blocks keeps those blocks as they are
     (with any `cache_control` markers) at the start; fathom's sections follow as one more
-    text block. A string (or string content) becomes the first section.
+    text block. A string (or string content) becomes the first section. A forked
+    subagent's own prompt (`addendum`) follows the inherited base prompt.
     """
     sections = []
     leading: list[dict[str, Any]] = []
@@ -85,6 +94,8 @@ def _initial_system_message(system_prompt: str | SystemMessage | None) -> Assemb
     if system_prompt:
         sections.append(PromptSection("custom", system_prompt))
     sections.append(PromptSection("base", BASE_PROMPT))
+    if addendum:
+        sections.append(PromptSection("fork", addendum))
     return AssembledSystemMessage.from_sections(sections, leading)
 
 
@@ -164,18 +175,29 @@ def _build_graph(
     interrupt_on: Mapping[str, Any] | None = None,
     who: str = "",
     state_schema: type[Any] | None = None,
+    general_purpose: GeneralPurposeSubagentProfile | None = None,
+    prompt_addendum: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
+
+    `general_purpose` is given when this is the default general-purpose subagent: its own
+    prompt from the profile then wins over the profile's base prompt (the suffix still
+    follows), and the profile's middleware exclusions are checked on the main agent alone
+    (whose stack holds everything this one's does).
 
     `interrupt_on` is the part of the approval configuration given for this agent itself;
     its names are checked against every tool the agent ends up with (its own tools and
     those of its middleware), so a misspelled name fails here instead of approving nothing.
     """
     # the harness profile registered for this agent's own model (main agent or subagent)
+    profile = harness_profile_for_model(model)
+    if general_purpose is not None and general_purpose.system_prompt is not None:
+        profile = dataclasses.replace(profile, base_system_prompt=None)
     system_message, profiled = apply_profile(
-        harness_profile_for_model(model),
-        _initial_system_message(system_prompt),
+        profile,
+        _initial_system_message(system_prompt, prompt_addendum),
         _merged_by_name(core, middleware),
+        check_exclusions=general_purpose is None,
     )
     stack = [*profiled, *approval, PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
     if interrupt_on:
@@ -220,10 +242,13 @@ def _core_middleware(
     *,
     memory: Sequence[str] | None = None,
     skills: Sequence[str] | None = None,
+    planning: bool = True,
 ) -> list:
+    """The built-in middleware of one agent. Subagents from specs have no planning
+    (`write_todos`), as in the reference: a spec's `tools=[x]` gives x and the file tools."""
     return [
         ToolArgsFromMessagesMiddleware(),
-        PlanningMiddleware(),
+        *([PlanningMiddleware()] if planning else []),
         *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions)]
           if memory else []),
         *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
@@ -232,6 +257,12 @@ def _core_middleware(
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
     ]
+
+
+def _with_task_tool(core: list[AgentMiddleware], task: AgentMiddleware) -> list[AgentMiddleware]:
+    """`core` with the `task` tool's middleware right after the file tools."""
+    after_files = next(i for i, m in enumerate(core) if isinstance(m, FilesystemMiddleware))
+    return [*core[: after_files + 1], task, *core[after_files + 1 :]]
 
 
 def _compile_subagents(
@@ -249,20 +280,27 @@ def _compile_subagents(
     general_purpose: bool,
     skills: Sequence[str] | None = None,
     state_schema: type[Any] | None = None,
+    memory: Sequence[str] | None = None,
 ) -> list[CompiledSubAgent]:
-    """Build every `SubAgent` spec into a graph, and add the general-purpose subagent."""
+    """Build every `SubAgent` spec into a graph, and add the general-purpose subagent.
+
+    A fork (`mode="fork"`) is built like the main agent (its system prompt, tools, memory,
+    skills and middleware, with a `task` tool of the same schema that refuses to delegate),
+    so the requests it makes start with the main agent's last request, byte for byte.
+    """
     specs = list(specs)
     for spec in specs:
         validate_subagent_spec(spec)
     # the main model's harness profile may turn it off or change its description and prompt
     gp = general_purpose_settings(model)
+    gp_spec: dict[str, Any] | None = None
     if general_purpose and gp.enabled is not False and not any(
         s.get("name") == GENERAL_PURPOSE for s in specs
     ):
-        core_names = {m.name for m in _core_middleware(backend, permissions)}
+        core_names = {m.name for m in _core_middleware(backend, permissions, planning=False)}
         specs.insert(
             0,
-            {
+            gp_spec := {
                 "name": GENERAL_PURPOSE,
                 "description": gp.description or GENERAL_PURPOSE_DESCRIPTION,
                 # its own instructions, not the main agent's (as in the reference)
@@ -272,23 +310,39 @@ def _compile_subagents(
                 "middleware": [m for m in middleware if m.name in core_names],
             },
         )
+    # the parent's `task` tool lists every subagent; a fork's copy must read the same
+    task_description = task_tool_description(specs)
     compiled: list[CompiledSubAgent] = []
     for spec in specs:
         if "runnable" in spec:
-            compiled.append(
-                CompiledSubAgent(
-                    name=spec["name"], description=spec["description"], runnable=spec["runnable"]
-                )
+            entry = CompiledSubAgent(
+                name=spec["name"], description=spec["description"], runnable=spec["runnable"]
             )
+            if is_fork(spec):
+                entry["mode"] = "fork"
+            compiled.append(entry)
             continue
+        fork = is_fork(spec)
         rules = spec.get("permissions", permissions)
         sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
+        if fork:
+            core = _with_task_tool(
+                _core_middleware(backend, rules, memory=memory, skills=skills),
+                ForkTaskToolMiddleware(task_description),
+            )
+            # the parent's middleware, a spec entry replacing one of the same name
+            own = list(_merged_by_name(list(middleware), spec.get("middleware", ())))
+        else:
+            core = _core_middleware(backend, rules, skills=spec.get("skills"), planning=False)
+            own = list(spec.get("middleware", ()))
         graph = _build_graph(
             resolve_model(spec["model"]) if spec.get("model") else model,
             spec.get("tools", tools),
-            system_prompt=spec.get("system_prompt"),
-            core=_core_middleware(backend, rules, skills=spec.get("skills")),
-            middleware=spec.get("middleware", ()),
+            # a fork keeps the parent's prompt; its own is added after the base prompt
+            system_prompt=system_prompt if fork else spec.get("system_prompt"),
+            prompt_addendum=spec.get("system_prompt") if fork else None,
+            core=core,
+            middleware=own,
             approval=_hitl(sub_interrupt_on, has_checkpointer, f" of subagent {spec['name']!r}"),
             response_format=spec.get("response_format"),
             context_schema=context_schema,
@@ -301,10 +355,15 @@ def _compile_subagents(
             interrupt_on=spec.get("interrupt_on"),
             who=f" of subagent {spec['name']!r}",
             state_schema=state_schema,
+            general_purpose=gp if spec is gp_spec else None,
         )
-        compiled.append(
-            CompiledSubAgent(name=spec["name"], description=spec["description"], runnable=graph)
+        entry = CompiledSubAgent(
+            name=spec["name"], description=spec["description"], runnable=graph
         )
+        if fork:
+            entry["mode"] = "fork"
+            mark_declarative_fork(graph)
+        compiled.append(entry)
     return compiled
 
 
@@ -351,8 +410,13 @@ def create_deep_agent(
         middleware: Extra middleware, placed after fathom's own.
         subagents: `SubAgent` specs (dicts: `name`, `description`, `system_prompt`, and
             optionally `tools`, `model`, `middleware`, `interrupt_on`, `permissions`,
-            `response_format`) and `CompiledSubAgent`s (`name`, `description`,
-            `runnable`). They are reached through the `task` tool.
+            `response_format`, `mode`) and `CompiledSubAgent`s (`name`, `description`,
+            `runnable`, `mode`). They are reached through the `task` tool. A spec's `tools`
+            replace the main agent's; it has the file tools too, but no `write_todos`.
+            `mode="fork"` makes a subagent continue the main agent's conversation with the
+            main agent's system prompt, tools and middleware (its own `system_prompt` is
+            added to that prompt), so its requests share the main agent's prompt-cache
+            prefix.
         skills: Skill source directories on the backend (`"/skills/project/"`): each
             holds `<name>/SKILL.md`; only names and descriptions go into the prompt, the
             model reads a skill when it needs it. Later sources win on a name clash. The
@@ -417,10 +481,10 @@ def create_deep_agent(
         general_purpose=general_purpose_subagent,
         skills=skills,
         state_schema=state_schema,
+        memory=memory,
     )
     if compiled:
-        after_files = next(i for i, m in enumerate(core) if isinstance(m, FilesystemMiddleware))
-        core.insert(after_files + 1, SubAgentMiddleware(compiled))
+        core = _with_task_tool(core, SubAgentMiddleware(compiled))
     graph = _build_graph(
         chat_model,
         list(tools or []),

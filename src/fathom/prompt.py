@@ -46,7 +46,6 @@ _RANK: dict[str, int] = {"stable": 0, "conditional": 1, "volatile": 2}
 
 BASE_PROMPT = """You work through multi-step tasks with the tools you have.
 
-- Before acting on a task of three or more steps, plan it with `write_todos` and keep the list current as you go.
 - Keep bulky material out of the conversation: save it to files and read back only what you need.
 - When a `task` tool is available, hand self-contained pieces of work to a subagent and give it everything it needs to know.
 - Check your work before you finish (read back what you wrote, re-run what you built). Then reply with the result itself, not a report that you are done."""  # noqa: E501
@@ -60,12 +59,27 @@ class PromptSection:
     name: str
     text: str
     stability: Stability = "stable"
+    cache_breakpoint: bool = False
+    """End the text block here with an Anthropic `cache_control` marker, so the prompt up to
+    and including this section is cached on its own (`MemoryMiddleware(add_cache_control=)`)."""
+
+
+def _ordered(sections: Iterable[PromptSection]) -> list[PromptSection]:
+    return sorted((s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability])
 
 
 def render_sections(sections: Iterable[PromptSection]) -> str:
     """Join sections stable-first (then conditional, then volatile), blank line between."""
-    ordered = sorted((s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability])
-    return "\n\n".join(s.text.strip("\n") for s in ordered)
+    return "\n\n".join(s.text.strip("\n") for s in _ordered(sections))
+
+
+def _cached_prefix(sections: Iterable[PromptSection]) -> str | None:
+    """The rendered text up to and including the last section with a cache breakpoint."""
+    ordered = _ordered(sections)
+    marked = [i for i, s in enumerate(ordered) if s.cache_breakpoint]
+    if not marked:
+        return None
+    return render_sections(ordered[: marked[-1] + 1])
 
 
 class AssembledSystemMessage(SystemMessage):
@@ -86,11 +100,19 @@ class AssembledSystemMessage(SystemMessage):
         """Render `sections` into a new message, after the `leading` content blocks."""
         sections, leading = tuple(sections), tuple(leading)
         rendered = render_sections(sections)
-        if not leading:
+        prefix = _cached_prefix(sections)
+        if not leading and prefix is None:
             return cls(content=rendered, sections=sections)
         blocks: list[str | dict[str, Any]] = [dict(block) for block in leading]
-        if rendered:
-            blocks.append({"type": "text", "text": f"\n\n{rendered}"})
+        gap = "\n\n" if leading else ""
+        if prefix is not None:
+            # split after the marked section; the text, joined, is the same as unmarked
+            cached = {"type": "text", "text": f"{gap}{prefix}"}
+            blocks.append({**cached, "cache_control": {"type": "ephemeral"}})
+            if rest := rendered[len(prefix) :]:
+                blocks.append({"type": "text", "text": rest})
+        elif rendered:
+            blocks.append({"type": "text", "text": f"{gap}{rendered}"})
         return cls(content=blocks, sections=sections, leading=leading)
 
 

@@ -284,7 +284,7 @@ def test_the_execute_tool_caps_the_model_timeout(workspace: Path, mode: str) -> 
     from fathom.testing import ScriptedModel, ai, tool_call
 
     backend = LocalShellBackend(workspace, timeout=1, max_timeout=600)
-    call = tool_call("execute", {"command": "sleep 1032", "timeout": 10**9})
+    call = tool_call("execute", {"command": "sleep 1032", "timeout": 3600})
     model = ScriptedModel(replies=[ai("", call), ai("done")])
     shell = ExecuteMiddleware(backend=backend, max_timeout=1)
     agent = create_deep_agent(model, backend=backend, middleware=[shell])

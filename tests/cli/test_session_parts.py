@@ -15,6 +15,7 @@ from fathom.cli.events import EventTranslator, TextDelta, TodosChanged, ToolFini
 from fathom.cli.project import load_config, project_sources
 from fathom.cli.session import PendingApproval, Session
 from fathom.cli.threads import ThreadIndex, threads_db_path
+from fathom.middleware import PlanningMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
 
 
@@ -117,7 +118,10 @@ def test_translator_puts_subagent_events_in_their_task_lane() -> None:
                 for n in "AB"))
         return "all done"
 
-    agent = create_deep_agent(ScriptedModel(policy=policy))
+    # subagents plan only with planning middleware of their own (as in the reference)
+    planner = {"name": "general-purpose", "description": "d", "system_prompt": "p",
+               "middleware": [PlanningMiddleware()]}  # fmt: skip
+    agent = create_deep_agent(ScriptedModel(policy=policy), subagents=[planner])
     translator = EventTranslator()
     events = [
         event

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 
@@ -100,3 +101,28 @@ def test_no_tool_answer_leaves_a_path_undelimited(tmp_path):
     assert "large_tool_results" in texts["execute (success)"]
     bad = {f"{m.name}#{i}": undelimited(m.text) for i, m in enumerate(answers)}
     assert {label: paths for label, paths in bad.items() if paths} == {}, texts
+
+
+def test_path_errors_delimit_the_example_paths_they_suggest():
+    from fathom.backends._paths import PathError, normalize_file_path, normalize_path
+
+    messages = []
+    for bad in ("", "~/notes.md"):
+        with pytest.raises(PathError) as caught:
+            normalize_path(bad)
+        messages.append(str(caught.value))
+    with pytest.raises(PathError) as caught:
+        normalize_file_path("/newdir/")
+    messages.append(str(caught.value))
+    for message in messages:
+        assert undelimited(message) == [], message
+        assert "such as `/" in message
+
+
+def test_the_skills_list_delimits_each_skill_path():
+    from fathom.middleware.skills import skills_section
+
+    skill = {"name": "report", "path": "/skills/report/SKILL.md", "description": "Reports."}
+    section = skills_section([skill])  # type: ignore[list-item]
+    assert section is not None
+    assert "- report (`/skills/report/SKILL.md`): Reports." in section.text

@@ -383,8 +383,8 @@ def test_section_lists_names_descriptions_and_paths_only():
     )
     section = skills_section(skills)
     assert section is not None and (section.name, section.stability) == ("skills", "stable")
-    assert "- langgraph-docs (/skills/langgraph-docs/SKILL.md): Fetch LangGraph" in section.text
-    assert "- web-search (/skills/web-search/SKILL.md): Search the web" in section.text
+    assert "- langgraph-docs (`/skills/langgraph-docs/SKILL.md`): Fetch LangGraph" in section.text
+    assert "- web-search (`/skills/web-search/SKILL.md`): Search the web" in section.text
     assert "BODY OF" not in section.text
     assert "read_file" in section.text
     assert skills_section([]) is None
@@ -395,7 +395,7 @@ def test_section_keeps_each_skill_on_one_line():
     entry, _ = parse_skill(folded, path="/s/a/SKILL.md", source="/s/", directory_name="a")
     section = skills_section([entry])
     assert section is not None
-    assert "- a (/s/a/SKILL.md): first line second line third\n" in section.text
+    assert "- a (`/s/a/SKILL.md`): first line second line third\n" in section.text
 
 
 # --------------------------------------------------------------------------- through an agent
@@ -414,7 +414,7 @@ def test_agent_prompt_lists_skills_and_read_file_brings_the_body():
     )
     first, second = model.requests
     assert "## Skills" in first.system_prompt
-    assert "web-search (/skills/web-search/SKILL.md): Search the web for current facts." in (
+    assert "web-search (`/skills/web-search/SKILL.md`): Search the web for current facts." in (
         first.system_prompt
     )
     assert "langgraph-docs" in first.system_prompt
@@ -443,8 +443,8 @@ def test_skills_from_a_filesystem_directory(tmp_path):
     model = reader("/skills/langgraph-docs/SKILL.md")
     plain_agent(model, backend).invoke({"messages": [HumanMessage("What is LangGraph?")]})
     prompt = model.requests[0].system_prompt
-    assert "langgraph-docs (/skills/langgraph-docs/SKILL.md)" in prompt
-    assert "web-search (/skills/web-search/SKILL.md)" in prompt
+    assert "langgraph-docs (`/skills/langgraph-docs/SKILL.md`)" in prompt
+    assert "web-search (`/skills/web-search/SKILL.md`)" in prompt
     assert "BODY OF LANGGRAPH-DOCS" in model.requests[1].messages[-1].content
 
 
@@ -461,8 +461,8 @@ def test_skills_from_a_store_route_of_a_composite_backend():
         }
     )
     prompt = model.requests[0].system_prompt
-    assert "web-search (/skills/web-search/SKILL.md)" in prompt  # from the store
-    assert "langgraph-docs (/local/langgraph-docs/SKILL.md)" in prompt  # from state
+    assert "web-search (`/skills/web-search/SKILL.md`)" in prompt  # from the store
+    assert "langgraph-docs (`/local/langgraph-docs/SKILL.md`)" in prompt  # from state
     assert "BODY OF WEB-SEARCH" in model.requests[1].messages[-1].content
 
 
@@ -479,7 +479,7 @@ def test_a_skill_added_between_runs_appears_in_the_next_prompt(tmp_path):
     agent.invoke({"messages": [HumanMessage("two")]}, config)
     first, second = (r.system_prompt for r in model.requests)
     assert "langgraph-docs" not in first and "web-search" in first
-    assert "langgraph-docs (/skills/langgraph-docs/SKILL.md)" in second
+    assert "langgraph-docs (`/skills/langgraph-docs/SKILL.md`)" in second
     stored = agent.get_state(config).values[SKILLS_STATE_KEY]
     assert names(stored) == ["langgraph-docs", "web-search"]
 
@@ -547,7 +547,7 @@ def test_with_create_deep_agent_middleware():
         }
     )
     first, second = model.requests
-    assert "langgraph-docs (/skills/langgraph-docs/SKILL.md)" in first.system_prompt
+    assert "langgraph-docs (`/skills/langgraph-docs/SKILL.md`)" in first.system_prompt
     assert "BODY OF" not in first.system_prompt
     assert "BODY OF LANGGRAPH-DOCS" in second.messages[-1].content
     assert result["messages"][-1].content == "LangGraph is a framework."
@@ -585,7 +585,7 @@ async def test_ainvoke_loads_through_the_async_backend_methods():
     agent = plain_agent(model, backend, sources=["/skills/", "/missing/"], store=store)
     with pytest.warns(SkillWarning, match="Skipped skill `/skills/broken/SKILL.md`"):
         result = await agent.ainvoke({"messages": [HumanMessage("search")]})
-    assert "web-search (/skills/web-search/SKILL.md)" in model.requests[0].system_prompt
+    assert "web-search (`/skills/web-search/SKILL.md`)" in model.requests[0].system_prompt
     assert "BODY OF WEB-SEARCH" in model.requests[1].messages[-1].content
     assert result["messages"][-1].content == "async done"
     # loading: one listing per source and one read per skill folder, all async
@@ -605,7 +605,7 @@ def test_a_backend_factory_is_called_for_the_hook(tmp_path):
     model = answering()
     agent = plain_agent(model, factory)
     agent.invoke({"messages": [HumanMessage("hi")]}, context={"user": "user-1"})
-    assert "web-search (/skills/web-search/SKILL.md)" in model.requests[0].system_prompt
+    assert "web-search (`/skills/web-search/SKILL.md`)" in model.requests[0].system_prompt
     assert seen and seen[0] == {"user": "user-1"}
 
 

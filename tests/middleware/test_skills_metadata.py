@@ -103,7 +103,7 @@ def test_a_skill_added_to_a_checkpointed_thread_is_listed_in_its_next_run(tmp_pa
         agent.invoke({"messages": [HumanMessage("two")]}, config)
     first, second = (r.system_prompt or "" for r in model.requests)
     assert "pdf-tools" in first and "web-search" not in first
-    assert "web-search (/skills/web-search/SKILL.md)" in second and "pdf-tools" in second
+    assert "web-search (`/skills/web-search/SKILL.md`)" in second and "pdf-tools" in second
     stored = agent.get_state(config).values[SKILLS_STATE_KEY]
     assert {s["name"]: s["allowed_tools"] for s in stored} == {
         "pdf-tools": ["read_file", "execute", "grep"],

@@ -39,7 +39,7 @@ def normalize_path(path: str) -> str:
     """
     if not isinstance(path, str) or not path.strip():
         raise PathError(
-            "Error: the path is empty. Give an absolute path such as /notes.md.", "is empty"
+            "Error: the path is empty. Give an absolute path such as `/notes.md`.", "is empty"
         )
     raw = path.strip()
     if "\x00" in raw:
@@ -47,7 +47,7 @@ def normalize_path(path: str) -> str:
     if raw.startswith("~"):
         raise PathError(
             f"Error: the path {raw!r} uses '~', which is not allowed here. "
-            "Use an absolute path inside the workspace, such as /notes.md.",
+            "Use an absolute path inside the workspace, such as `/notes.md`.",
             "starts with '~'",
         )
     if "\\" in raw:
@@ -103,7 +103,7 @@ def normalize_file_path(path: str) -> str:
     if last in ("", ".", "..") and normalized != "/":
         raise PathError(
             f"Error: the path {path.strip()!r} ends with '{last or '/'}', so it names a "
-            "directory, not a file. Give a file path such as /notes/todo.md.",
+            "directory, not a file. Give a file path such as `/notes/todo.md`.",
             f"ends with '{last or '/'}', so it names a directory, not a file",
         )
     return normalized

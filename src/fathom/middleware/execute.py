@@ -31,7 +31,7 @@ from fathom.backends.protocol import (
     supports_execute,
 )
 from fathom.middleware.fs_answers import error_message
-from fathom.middleware.summarization import OFFLOAD_DIR
+from fathom.middleware.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
@@ -123,9 +123,9 @@ def _head_and_tail(output: str, limit: int, saved_at: str | None, save_error: st
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def _offload_path(runtime: ToolRuntime) -> str:
+def _offload_path(runtime: ToolRuntime, backend: Any) -> str:
     call_id = _UNSAFE_ID.sub("_", str(runtime.tool_call_id or "call"))[:100]
-    return f"{OFFLOAD_DIR}/execute_{call_id}.txt"
+    return f"{artifacts_dir(backend, OFFLOAD_DIR.strip('/'))}/execute_{call_id}.txt"
 
 
 def _answer(
@@ -232,7 +232,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         run = backend.execute  # type: ignore[attr-defined]
         seconds, note = _capped(timeout, middleware, backend)
         response = run(command, **_call_kwargs(run, seconds, runtime))
-        written, path = None, _offload_path(runtime)
+        written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
             written = _save(lambda: backend.write(path, response.output))
         return _answer(response, runtime, limit, written, path, note)
@@ -248,7 +248,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
             response = await asyncio.to_thread(sync, command, seconds)
         else:
             response = await run(command, **_call_kwargs(run, seconds, runtime))
-        written, path = None, _offload_path(runtime)
+        written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
             awrite = getattr(backend, "awrite", None)
             if awrite is None:

@@ -7,13 +7,20 @@ next; nothing raises into the agent loop and nothing is half-written.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from langchain.agents.middleware.types import AgentMiddleware, ToolCallRequest
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from fathom.backends._paths import PathError, normalize_path
@@ -22,11 +29,13 @@ from fathom.backends.protocol import (
     BackendOrFactory,
     BackendProtocol,
     GrepResult,
+    HookRuntime,
     accepts_keyword,
     cap_grep,
     resolve_backend,
 )
 from fathom.backends.state import StateBackend
+from fathom.middleware.blob_offload import BlobOffload, blobs_in_state
 from fathom.middleware.fs_answers import (
     change_answer,
     edit_message,
@@ -37,6 +46,7 @@ from fathom.middleware.fs_answers import (
     read_answer,
     write_message,
 )
+from fathom.middleware.message_eviction import HumanMessageEviction, with_command
 from fathom.middleware.permissions import (
     FilesystemPermission,
     PermissionPolicy,
@@ -52,9 +62,15 @@ __all__ = [
     "GREP_MAX_COUNT",
     "FilesystemMiddleware",
     "FilesystemState",
+    "FsToolName",
 ]
 
 FILESYSTEM_TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep")
+
+FsToolName = Literal[
+    "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute"
+]
+"""A name `FilesystemMiddleware(tools=[...])` accepts (the reference's `FsToolName`)."""
 
 FILESYSTEM_PROMPT = """## Files
 
@@ -184,6 +200,12 @@ def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: st
         tool,
     )
 
+
+MAX_EXECUTE_TIMEOUT = 3600
+"""The default `max_execute_timeout` in seconds (the reference's)."""
+
+HUMAN_MESSAGE_TOKENS = 50_000
+"""The default `human_message_token_limit_before_evict` (the reference's)."""
 
 GREP_MAX_COUNT = 1000
 """The default cap on the matches of one `grep` call (`FilesystemMiddleware(grep_max_count=)`)."""
@@ -378,18 +400,28 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         tool_token_limit_before_evict: A result of another tool (not a file tool) larger
             than this many tokens is saved under `/large_tool_results/` and replaced by a
             preview naming the file. `None` keeps every result whole.
-        human_message_token_limit_before_evict: Accepted for the reference's API; fathom
-            does not evict user messages (summarization bounds the history instead).
-        max_execute_timeout: Accepted for the reference's API; the cap on `execute`
-            timeouts is `ExecuteMiddleware(max_timeout=)`.
-        offload_binary_content: Only `False` is supported.
+        human_message_token_limit_before_evict: When the newest message of a model call is
+            a user message longer than this many tokens, its text is saved under
+            `conversation_history/` (below a `CompositeBackend`'s `artifacts_root`) and
+            the model sees a preview naming the file from then on; the state keeps the
+            full text. `None` keeps every message whole.
+        max_execute_timeout: The most seconds an `execute` call may ask for with its
+            `timeout` argument: a call asking for more is refused with an error answer
+            (the command does not run). Default one hour; `None` refuses none. Below it,
+            `ExecuteMiddleware(max_timeout=)` and the backend's own cap lower the timeout.
+        offload_binary_content: Keep images and other base64 content of `read_file`
+            results and user messages out of the message history: each payload is saved
+            once under `blobs/<sha256>` (below a `CompositeBackend`'s `artifacts_root`),
+            the message in state keeps its digest, and every model call reads it back.
+            Has no effect (a warning says so) when `blobs/` is kept in the thread's state,
+            as with `StateBackend`.
 
     Raises:
         NotImplementedError: `permissions` on paths a shell-capable backend serves.
-        ValueError: `grep_max_count` or `tool_token_limit_before_evict` that is not a
-            positive integer or `None`; unknown or incomplete `tools`; both description
-            arguments.
-        NotImplementedError: `offload_binary_content=True`.
+        ValueError: `grep_max_count`, `tool_token_limit_before_evict` or
+            `human_message_token_limit_before_evict` that is not a positive integer or
+            `None`; `max_execute_timeout` that is not a positive number or `None`; unknown
+            or incomplete `tools`; both description arguments.
     """
 
     state_schema = FilesState
@@ -403,26 +435,25 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         tool_descriptions: Mapping[str, str] | None = None,
         grep_max_count: int | None = GREP_MAX_COUNT,
         custom_tool_descriptions: Mapping[str, str] | None = None,
-        tools: Sequence[str] | Literal["all"] | None = None,
+        tools: Sequence[FsToolName] | Literal["all"] | None = None,
         tool_token_limit_before_evict: int | None = OFFLOAD_TOKENS,
-        human_message_token_limit_before_evict: int | None = None,
-        max_execute_timeout: float | None = None,
+        human_message_token_limit_before_evict: int | None = HUMAN_MESSAGE_TOKENS,
+        max_execute_timeout: float | None = MAX_EXECUTE_TIMEOUT,
         offload_binary_content: bool = False,
     ) -> None:
         super().__init__()
-        if offload_binary_content:
-            raise NotImplementedError(
-                "offload_binary_content=True is not supported: fathom keeps binary read_file "
-                "results in the history. Leave it False."
-            )
-        if tool_token_limit_before_evict is not None and (
-            isinstance(tool_token_limit_before_evict, bool)
-            or not isinstance(tool_token_limit_before_evict, int)
-            or tool_token_limit_before_evict <= 0
+        _check_limit("tool_token_limit_before_evict", tool_token_limit_before_evict)
+        _check_limit(
+            "human_message_token_limit_before_evict", human_message_token_limit_before_evict
+        )
+        if max_execute_timeout is not None and (
+            isinstance(max_execute_timeout, bool)
+            or not isinstance(max_execute_timeout, int | float)
+            or not 0 < max_execute_timeout < float("inf")
         ):
             raise ValueError(
-                "tool_token_limit_before_evict must be a positive integer or None, not "
-                f"{tool_token_limit_before_evict!r}"
+                "max_execute_timeout must be a positive number of seconds or None, not "
+                f"{max_execute_timeout!r}"
             )
         self.tool_token_limit_before_evict = tool_token_limit_before_evict
         self.human_message_token_limit_before_evict = human_message_token_limit_before_evict
@@ -437,6 +468,15 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             )
         self.grep_max_count = grep_max_count
         self.backend: Backend = backend if backend is not None else StateBackend()
+        if offload_binary_content and blobs_in_state(self.backend):
+            warnings.warn(
+                "offload_binary_content=True has no effect here: blobs/ is kept in the "
+                "thread's state (StateBackend), so the payloads would stay in the checkpoint "
+                "anyway. Route the artifacts root to a store, disk or sandbox backend.",
+                stacklevel=2,
+            )
+            offload_binary_content = False
+        self.offload_binary_content = offload_binary_content
         self.permissions = list(permissions or [])
         for rule in self.permissions:
             if not isinstance(rule, FilesystemPermission):
@@ -461,6 +501,11 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             "filesystem", FILESYSTEM_PROMPT if system_prompt is None else system_prompt
         )
         self.tools = [tool for tool in _build_tools(self) if tool.name in selected]
+        self._human_eviction = (
+            None
+            if human_message_token_limit_before_evict is None
+            else HumanMessageEviction(self.backend, human_message_token_limit_before_evict)
+        )
         self._evictor = (
             None
             if tool_token_limit_before_evict is None
@@ -469,12 +514,86 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             )
         )
 
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> Any:
+        """Add the prompt section; save a too-large newest user message to a file and show
+        saved ones as previews (see `human_message_token_limit_before_evict`)."""
+        command = None
+        if self._human_eviction is not None:
+            request, command = self._human_eviction.prepare(request)
+        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+            queued = _queued(command)
+            saved = blobs.history_update(_state_messages(request), queued)
+            request = request.override(messages=blobs.hydrate(request.messages))
+            command = _with_messages(command, saved, queued)
+        return with_command(super().wrap_model_call(request, handler), command)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> Any:
+        """Async `wrap_model_call`."""
+        command = None
+        if self._human_eviction is not None:
+            request, command = await self._human_eviction.aprepare(request)
+        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+            queued = _queued(command)
+            saved = await blobs.ahistory_update(_state_messages(request), queued)
+            request = request.override(messages=await blobs.ahydrate(request.messages))
+            command = _with_messages(command, saved, queued)
+        return with_command(await super().awrap_model_call(request, handler), command)
+
+    def _blobs(self, state: Any, runtime: Any) -> BlobOffload | None:
+        """Where binary content goes for this call; `None` when it stays inline."""
+        if not self.offload_binary_content:
+            return None
+        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        return None if blobs_in_state(backend) else BlobOffload(backend)
+
+    def _tool_blobs(self, request: ToolCallRequest) -> BlobOffload | None:
+        if request.tool_call.get("name") != "read_file" or not self.offload_binary_content:
+            return None
+        backend = resolve_backend(self.backend, request.runtime)
+        return None if blobs_in_state(backend) else BlobOffload(backend)
+
+    def _refused_timeout(self, request: ToolCallRequest) -> ToolMessage | None:
+        """The error answer to an `execute` call whose `timeout` is over
+        `max_execute_timeout`; `None` lets the call run."""
+        cap = self.max_execute_timeout
+        call = request.tool_call
+        timeout = (call.get("args") or {}).get("timeout")
+        if (
+            cap is None
+            or call.get("name") != "execute"
+            or isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or timeout <= cap
+        ):
+            return None
+        return ToolMessage(
+            content=(
+                f"Error: timeout {timeout:g}s is above the limit of {cap:g}s for one command; "
+                f"the command did not run. Run it again with a timeout of at most {cap:g}, "
+                "or split it into shorter steps."
+            ),
+            name="execute",
+            tool_call_id=call.get("id") or "",
+            status="error",
+        )
+
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]
     ) -> Any:
         """Run the tool; a result over `tool_token_limit_before_evict` is saved to a file
-        and replaced by a preview naming it (so one big answer cannot flood the context)."""
+        and replaced by a preview naming it (so one big answer cannot flood the context).
+        An `execute` call asking for more than `max_execute_timeout` is refused."""
+        if (refused := self._refused_timeout(request)) is not None:
+            return refused
         result = handler(request)
+        if (blobs := self._tool_blobs(request)) is not None:
+            result = blobs.tool_result(result)
         return result if self._evictor is None else self._evictor._offload(request, result)
 
     async def awrap_tool_call(
@@ -483,13 +602,45 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         handler: Callable[[ToolCallRequest], Awaitable[Any]],
     ) -> Any:
         """Async `wrap_tool_call`."""
+        if (refused := self._refused_timeout(request)) is not None:
+            return refused
         result = await handler(request)
+        if (blobs := self._tool_blobs(request)) is not None:
+            result = await blobs.atool_result(result)
         if self._evictor is None:
             return result
         return await self._evictor._aoffload(request, result)
 
 
 _SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, "execute")
+
+
+def _state_messages(request: ModelRequest) -> list[Any]:
+    state = request.state if isinstance(request.state, Mapping) else {}
+    return list(state.get("messages") or [])
+
+
+def _queued(command: Command | None) -> list[Any]:
+    """The messages a state update already carries."""
+    update = command.update if command is not None else None
+    messages = update.get("messages") if isinstance(update, dict) else None
+    return list(messages) if isinstance(messages, list) else []
+
+
+def _with_messages(command: Command | None, messages: list[Any], queued: list[Any]) -> Any:
+    """`command` carrying `messages` instead of `queued` (a new update when needed)."""
+    if messages == queued:
+        return command
+    previous = command.update if command is not None else None
+    update = dict(previous) if isinstance(previous, dict) else {}
+    update["messages"] = messages
+    return Command(update=update)
+
+
+def _check_limit(name: str, value: Any) -> None:
+    """Raise `ValueError` unless `value` is a positive integer or `None`."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError(f"{name} must be a positive integer or None, not {value!r}")
 
 
 def _selected_tools(tools: Sequence[str] | Literal["all"] | None) -> set[str]:

@@ -13,7 +13,9 @@ Within a run the section does not change, so the prompt prefix stays cacheable.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
@@ -153,9 +155,11 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         system_prompt: A template for the section with an `{agent_memory}` slot where the
             files go (the default is the guidance, then the files); `None` adds no section
             (the files are still loaded into state).
-        add_cache_control: Accepted for the reference's API; prompt-cache breakpoints come
-            from `AnthropicPromptCachingMiddleware`, which `create_deep_agent` adds for
-            Anthropic models, and the memory section is already kept stable between turns.
+        add_cache_control: With an Anthropic chat model (`ChatAnthropic`), end the system
+            prompt's text block after the memory section with a `cache_control:
+            {"type": "ephemeral"}` marker: a second cache breakpoint next to the one
+            `AnthropicPromptCachingMiddleware` sets, so the prefix up to memory stays cached
+            when what follows it changes. Other models get no marker.
 
     Raises:
         TypeError: `sources` is a single string, or holds something other than strings;
@@ -249,5 +253,17 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         return PromptSection("memory", self.system_prompt.replace("{agent_memory}", rendered))
 
     def section_for_request(self, request: ModelRequest) -> PromptSection:
-        """The memory section built from the files loaded into this run's state."""
-        return self.section_for(request.state)
+        """The memory section built from the files loaded into this run's state (with a
+        cache breakpoint after it for Anthropic models when `add_cache_control`)."""
+        section = self.section_for(request.state)
+        if self.add_cache_control and section.text.strip() and _is_anthropic(request.model):
+            return replace(section, cache_breakpoint=True)
+        return section
+
+
+def _is_anthropic(model: object) -> bool:
+    """Whether `model` is a `langchain_anthropic` chat model (without importing the package:
+    an instance exists only once its module is loaded)."""
+    module = sys.modules.get("langchain_anthropic.chat_models")
+    chat_anthropic = getattr(module, "ChatAnthropic", None)
+    return isinstance(chat_anthropic, type) and isinstance(model, chat_anthropic)

@@ -385,10 +385,7 @@ def skills_section(skills: Sequence[SkillMetadata]) -> PromptSection | None:
     """The stable `skills` prompt section listing `skills`, or `None` when there are none."""
     if not skills:
         return None
-    lines = "\n".join(
-        f"- {skill['name']} ({skill['path']}): {' '.join(skill['description'].split())}"
-        for skill in skills
-    )
+    lines = "\n".join(_skill_line(skill) for skill in skills)
     return PromptSection("skills", SKILLS_PROMPT.format(skills_list=lines), "stable")
 
 
@@ -589,7 +586,9 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
 
 
 def _skill_line(skill: SkillMetadata) -> str:
-    return f"- {skill['name']} ({skill['path']}): {' '.join(skill['description'].split())}"
+    """One catalogue line; the path is in backticks, so the `:` after it is not read as
+    part of it."""
+    return f"- {skill['name']} (`{skill['path']}`): {' '.join(skill['description'].split())}"
 
 
 def _include_tools(skill: Mapping[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
 """Subagents: the `task` tool, which hands a task to another agent with a fresh context.
 
-The subagent sees only its own system prompt and the task's `description`; the parent sees
-only the subagent's final answer (or, with `response_format`, its structured result as
+The subagent sees only its own system prompt and the task's `description` (a subagent with
+`mode="fork"` continues the parent's conversation instead: see `fork_messages`); the parent
+sees only the subagent's final answer (or, with `response_format`, its structured result as
 JSON). Files go both ways through the shared backend: the subagent starts from the parent's
 `files` and the files it changes come back as one update. Several `task` calls in one model
 message run at the same time, each as its own LangGraph task, so with `subgraphs=True` a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NotRequired
 
@@ -29,21 +31,33 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from fathom.middleware.permissions import FilesystemPermission
+from fathom.middleware.subagent_status import (
+    SubagentFailureTransformer,
+    subagent_failure_artifact,
+)
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
     "COMPILED_SUBAGENT_KEYS",
+    "FORK_TASK_PREAMBLE",
     "GENERAL_PURPOSE",
     "GENERAL_PURPOSE_DESCRIPTION",
     "GENERAL_PURPOSE_PROMPT",
     "SUBAGENT_KEYS",
+    "SUBAGENT_MODES",
     "TASK_TOOL_DESCRIPTION",
     "CompiledSubAgent",
+    "ForkTaskToolMiddleware",
     "SubAgent",
     "SubAgentMiddleware",
+    "fork_messages",
+    "is_fork",
+    "mark_declarative_fork",
     "subagent_answer",
+    "subagent_catalogue",
+    "task_tool_description",
     "validate_subagent_spec",
 ]
 
@@ -89,12 +103,20 @@ class SubAgent(TypedDict):
     permissions: NotRequired[Sequence[FilesystemPermission]]
     response_format: NotRequired[Any]
     mode: NotRequired[Literal["isolated", "fork"]]
-    """`"isolated"` (the default): the subagent sees only the task. `"fork"` is not
-    supported yet and raises at construction."""
+    """`"isolated"` (the default): the subagent sees only the task. `"fork"`: it continues
+    the parent's conversation (see `fork_messages`) with the parent's system prompt, tools
+    and middleware, so its requests start with the parent's last request byte for byte and
+    a provider's prompt cache serves that part. Its own `system_prompt` is then added to the
+    inherited prompt, its `tools` and `middleware` replace or join the inherited ones (at
+    the cost of that cache), and it cannot set `skills` (it has the parent's)."""
 
 
 class CompiledSubAgent(TypedDict):
-    """A subagent that is any compiled LangGraph graph whose state has `messages`."""
+    """A subagent that is any compiled LangGraph graph whose state has `messages`.
+
+    With `mode="fork"` its input `messages` are the parent's conversation and the task (see
+    `fork_messages`) instead of the task alone; its prompt and tools stay its own.
+    """
 
     name: str
     description: str
@@ -113,6 +135,14 @@ COMPILED_SUBAGENT_KEYS = frozenset({"name", "description", "runnable", "mode"})
 
 ASYNC_SUBAGENT_KEYS = frozenset({"name", "description", "graph_id", "url", "headers"})
 """The keys of an async (remote, background) subagent spec, recognised by `graph_id`."""
+
+SUBAGENT_MODES = ("isolated", "fork")
+"""The values of a subagent spec's `mode`."""
+
+
+def is_fork(spec: Mapping[str, Any]) -> bool:
+    """Whether `spec` (a `SubAgent` or `CompiledSubAgent`) continues the parent's conversation."""
+    return spec.get("mode") == "fork"
 
 
 def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
@@ -151,15 +181,21 @@ def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
     for key in ("name", "description"):
         if not isinstance(spec.get(key), str) or not spec[key]:
             raise ValueError(f"{kind} {label} needs a non-empty string {key!r}.")
+    _validate_mode(spec, label)
+
+
+def _validate_mode(spec: Mapping[str, Any], label: str) -> None:
     mode = spec.get("mode", "isolated")
-    if mode == "fork":
+    if mode not in SUBAGENT_MODES:
         raise ValueError(
-            f"Subagent {label} has mode='fork', which fathom does not support yet; remove "
-            "'mode' (or set mode='isolated') to run it on the task description alone."
+            f"Subagent {label} has mode={mode!r}; the allowed modes are "
+            f"{', '.join(repr(m) for m in SUBAGENT_MODES)}."
         )
-    if mode != "isolated":
+    if mode == "fork" and spec.get("skills"):
         raise ValueError(
-            f"Subagent {label} has mode={mode!r}; the modes are 'isolated' and 'fork'."
+            f"Subagent {label} has mode='fork' and its own 'skills'; a fork has the main "
+            "agent's skills (its prompt must be the main agent's). Remove 'skills', or "
+            "use mode='isolated'."
         )
 
 
@@ -171,6 +207,56 @@ Subagents you can use (subagent_type: what it is for):
 The subagent sees only `description`, not this conversation: put in everything it needs (goal, inputs, file paths, the form of the answer you want). It cannot ask you questions. Files it writes are visible to you afterwards. For independent tasks, call `task` several times in one message; they run at the same time. Do not delegate quick, single-step work."""  # noqa: E501
 
 
+FORK_NOTE = " (forked: it continues this conversation and sees all of it, so the task need not repeat what is already here)"  # noqa: E501
+"""Added to a forked subagent's line in the list of subagents: the tool description says
+that subagents see only the task, which is not so for this one."""
+
+
+def subagent_catalogue(specs: Iterable[Mapping[str, Any]]) -> str:
+    """The `- name: description` list of subagents (forks marked) that the `task` tool shows."""
+    return "\n".join(
+        f"- {s['name']}: {s['description']}{FORK_NOTE if is_fork(s) else ''}" for s in specs
+    )
+
+
+def task_tool_description(specs: Iterable[Mapping[str, Any]], template: str | None = None) -> str:
+    """The `task` tool's description: `template` (or the default) with the catalogue in
+    its `{available_agents}` slot."""
+    return (template or TASK_TOOL_DESCRIPTION).replace(
+        "{available_agents}", subagent_catalogue(specs)
+    )
+
+
+FORK_TASK_PREAMBLE = (
+    "[Everything above is the conversation so far. You continue it as the subagent it just "
+    "delegated to: the request to delegate was about you, and you cannot hand the work on "
+    "to another subagent, so do it yourself. Use the facts, figures and names already "
+    "established above rather than general knowledge. Your task:]\n\n"
+)
+"""Opens the task message of a forked subagent, after the inherited conversation."""
+
+
+def fork_messages(messages: Sequence[Any], description: str) -> list[Any]:
+    """A forked subagent's input: the parent's conversation, then the task.
+
+    The parent's `messages` are what its model was last shown: summarization replaces
+    the summarized part in the state itself, so a fork gets the summary, not the dropped
+    messages. The last message, the parent's `AIMessage` holding the pending `task` call
+    (and any calls next to it), is left out: its calls have no results yet. The task
+    follows as a new human message, after `FORK_TASK_PREAMBLE`.
+    """
+    history = list(messages)
+    if history and isinstance(history[-1], AIMessage) and history[-1].tool_calls:
+        history.pop()
+    return [*history, HumanMessage(content=FORK_TASK_PREAMBLE + description)]
+
+
+FORK_REFUSAL = (
+    "Error: you are a forked subagent and cannot delegate to another subagent. Do this "
+    "task yourself with your other tools."
+)
+
+
 class TaskInput(BaseModel):
     description: str = Field(
         description="The complete task for the subagent, with all the context it needs."
@@ -180,6 +266,14 @@ class TaskInput(BaseModel):
 
 # The state channels that cross into and out of a subagent: the shared filesystem.
 _SHARED_KEYS = frozenset({"files"})
+
+# What a fork does not take over from the parent's state, though its graph has the same
+# channels: its messages are built by `fork_messages`, a structured response would read
+# as its own result, a pending compaction request is the parent's, and `jump_to` and
+# `remaining_steps` are the loop's own bookkeeping.
+_FORK_EXCLUDED_KEYS = frozenset({
+    "messages", "structured_response", "compact_requested", "jump_to", "remaining_steps",
+})  # fmt: skip
 
 
 def _private_state_keys() -> frozenset[str]:
@@ -232,9 +326,12 @@ def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:
             f"Subagent {spec['name']!r}: its graph state has no 'messages' key; the task is "
             "given as a message and the answer is read from the messages."
         )
-    return CompiledSubAgent(
+    checked = CompiledSubAgent(
         name=spec["name"], description=spec["description"], runnable=runnable
     )
+    if is_fork(spec):
+        checked["mode"] = "fork"
+    return checked
 
 
 def _to_json(value: Any) -> str:
@@ -286,8 +383,62 @@ def _shared_update(
     return update
 
 
-def _compile_spec(spec: Mapping[str, Any], state_schema: type[Any] | None) -> dict[str, Any]:
-    """A `SubAgent` spec given straight to `SubAgentMiddleware`, compiled on its own."""
+_DECLARATIVE_FORKS: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Fork graphs built from `SubAgent` specs: they share the parent's state channels."""
+
+
+def mark_declarative_fork(runnable: Any) -> Any:
+    """Record that `runnable` is a fork built from a `SubAgent` spec, with the parent's
+    state channels, so it takes over the parent's state (its private keys included)."""
+    _DECLARATIVE_FORKS.add(runnable)
+    return runnable
+
+
+def _task_tool(description: str, func: Any, coroutine: Any) -> StructuredTool:
+    return StructuredTool.from_function(
+        name="task",
+        description=description,
+        func=func,
+        coroutine=coroutine,
+        args_schema=TaskInput,
+        infer_schema=False,
+    )
+
+
+def _refuse(description: str, subagent_type: str) -> str:
+    return FORK_REFUSAL
+
+
+async def _arefuse(description: str, subagent_type: str) -> str:
+    return FORK_REFUSAL
+
+
+class ForkTaskToolMiddleware(AgentMiddleware):
+    """Gives a forked subagent the parent's `task` tool, which refuses to delegate.
+
+    A fork's tool schemas must be the parent's, byte for byte, for the prompt cache, and
+    the parent's include `task`; calling it from a fork answers with an error instead of
+    starting yet another subagent.
+    """
+
+    def __init__(self, description: str) -> None:
+        super().__init__()
+        self.tools = [_task_tool(description, _refuse, _arefuse)]
+
+    @property
+    def name(self) -> str:
+        """Named like `SubAgentMiddleware`, whose place it takes in a fork's stack."""
+        return SubAgentMiddleware.__name__
+
+
+def _compile_spec(
+    spec: Mapping[str, Any], state_schema: type[Any] | None, task_description: str
+) -> dict[str, Any]:
+    """A `SubAgent` spec given straight to `SubAgentMiddleware`, compiled on its own.
+
+    A fork gets the `task` tool (`ForkTaskToolMiddleware`); its prompt, tools and model are
+    the spec's, so whether its requests share the parent's prefix is up to the caller.
+    """
     from langchain.agents import create_agent
 
     from fathom.models import resolve_model
@@ -301,6 +452,8 @@ def _compile_spec(spec: Mapping[str, Any], state_schema: type[Any] | None) -> di
                 "which fills it from the main agent."
             )
     middleware = list(spec.get("middleware") or [])
+    if is_fork(spec):
+        middleware.append(ForkTaskToolMiddleware(task_description))
     if spec.get("interrupt_on"):
         from langchain.agents.middleware import HumanInTheLoopMiddleware
 
@@ -314,7 +467,10 @@ def _compile_spec(spec: Mapping[str, Any], state_schema: type[Any] | None) -> di
         state_schema=state_schema,
         name=name,
     )
-    return {"name": name, "description": spec.get("description", ""), "runnable": runnable}
+    compiled = {"name": name, "description": spec.get("description", ""), "runnable": runnable}
+    if not is_fork(spec):
+        return compiled
+    return {**compiled, "mode": "fork", "runnable": mark_declarative_fork(runnable)}
 
 
 class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
@@ -325,8 +481,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             be unique. `create_deep_agent` builds `SubAgent` specs into these.
         task_description: Replaces the tool description; `{available_agents}` in it is
             replaced by the `- name: description` list.
-        backend: Accepted for the reference's API (files reach subagents through the
-            shared state and backend of the agent).
+        backend: Accepted for the reference's API and kept as `self.backend`; like the
+            reference's, it changes nothing (files reach subagents through the shared
+            state and the backends of their own file tools).
         system_prompt: A prompt section about delegating, followed by the list of
             subagents; `None` adds none (the tool description already lists them).
         private_state_keys: More state keys that are neither passed to subagents nor
@@ -336,6 +493,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
     `SubAgent` specs (no `runnable`) are compiled here with LangChain's `create_agent`;
     each must then give `model` and `tools`, as nothing is inherited from a parent.
     """
+
+    # a failed subagent ends as `failed` in LangGraph's v3 stream (see `subagent_status`)
+    transformers = (SubagentFailureTransformer,)
 
     def __init__(
         self,
@@ -352,9 +512,14 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         self.private_state_keys: frozenset[str] = _PRIVATE_KEYS | frozenset(
             private_state_keys or ()
         )
+        for spec in subagents or []:
+            if isinstance(spec, Mapping):
+                _validate_mode(spec, repr(spec.get("name", "?")))
+        # computed from the specs first: a fork compiled here gets the same `task` tool
+        description = task_tool_description(subagents or [], task_description)
         checked = [
             _check_compiled(
-                spec if "runnable" in spec else _compile_spec(spec, state_schema)
+                spec if "runnable" in spec else _compile_spec(spec, state_schema, description)
             )
             for spec in subagents or []
         ]
@@ -365,22 +530,12 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if not checked:
             raise ValueError("SubAgentMiddleware needs at least one subagent.")
         self.subagents: dict[str, CompiledSubAgent] = {s["name"]: s for s in checked}
-        catalogue = "\n".join(f"- {s['name']}: {s['description']}" for s in checked)
+        catalogue = subagent_catalogue(checked)
         self.section = PromptSection(
             "subagents",
             f"{system_prompt}\n\nAvailable subagent types:\n{catalogue}" if system_prompt else "",
         )
-        template = task_description or TASK_TOOL_DESCRIPTION
-        self.tools = [
-            StructuredTool.from_function(
-                name="task",
-                description=template.replace("{available_agents}", catalogue),
-                func=self._task,
-                coroutine=self._atask,
-                args_schema=TaskInput,
-                infer_schema=False,
-            )
-        ]
+        self.tools = [_task_tool(description, self._task, self._atask)]
 
     # -- the tool ------------------------------------------------------------------------
 
@@ -401,12 +556,21 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         runnable = spec["runnable"]
         channels = runnable.channels if isinstance(runnable, Pregel) else None
+        # A fork built by create_deep_agent has the parent's channels and takes them over
+        # (its middleware rebuilds the parent's prompt from them); a compiled one gets only
+        # what any subagent gets. Either way only shared keys come back (`_finish`).
+        declarative_fork = is_fork(spec) and runnable in _DECLARATIVE_FORKS
+        excluded = _FORK_EXCLUDED_KEYS if declarative_fork else self.private_state_keys
         payload = {
             key: value
             for key, value in state.items()
-            if key not in self.private_state_keys and (channels is None or key in channels)
+            if key not in excluded and (channels is None or key in channels)
         }
-        payload["messages"] = [HumanMessage(content=description)]
+        payload["messages"] = (
+            fork_messages(state.get("messages") or [], description)
+            if is_fork(spec)
+            else [HumanMessage(content=description)]
+        )
         config = RunnableConfig(**(runtime.config or {}))
         # The run's config (recursion_limit, configurable, callbacks) goes to the subagent,
         # but a limit bound on the subagent itself (`graph.with_config(recursion_limit=n)`)
@@ -451,8 +615,10 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
                 f"Error: subagent {name!r} failed: {type(error).__name__}: {error}. Its work "
                 "is lost; retry with a clearer task or do it another way."
             )
+        # the artifact (never sent to the model) lets the stream end the subagent as failed
+        detail = f"{type(error).__name__}: {error}"
         return ToolMessage(content=text, tool_call_id=runtime.tool_call_id, name="task",
-                           status="error")
+                           status="error", artifact=subagent_failure_artifact(name, detail))
 
     def _task(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
         prepared = self._prepare(runtime, description, subagent_type)

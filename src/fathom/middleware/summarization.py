@@ -3,7 +3,8 @@
 Three mechanisms keep a long run inside the model's window, cheapest first:
 
 1. **Offloading.** A tool result over `offload_tokens` is written to the backend (under
-   `/large_tool_results/`) and the conversation keeps a preview and the path.
+   `/large_tool_results/`) and the conversation keeps a preview and the path. A
+   `CompositeBackend`'s `artifacts_root` moves this folder and the archive's under it.
 2. **Trimming old tool inputs.** Once the context reaches the trigger, the big arguments
    of earlier `write_file` / `edit_file` calls (the file is on the backend already) are
    replaced by a pointer to the file.
@@ -50,7 +51,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.tools import StructuredTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
@@ -70,6 +72,7 @@ __all__ = [
     "SUMMARY_SOURCE",
     "SummarizationMiddleware",
     "SummarizationToolMiddleware",
+    "artifacts_dir",
     "context_window",
     "create_summarization_middleware",
     "create_summarization_tool_middleware",
@@ -122,6 +125,18 @@ def context_window(model: Any, explicit: int | None = None) -> int | None:
     profile = getattr(model, "profile", None) or {}
     window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
     return window if isinstance(window, int) and window > 0 else None
+
+
+def artifacts_dir(backend: Any, name: str) -> str:
+    """The directory `name` under the backend's `artifacts_root`: a `CompositeBackend`'s
+    (so offloaded results and archives can be routed, e.g. under `/artifacts/`), else `/`.
+
+    `artifacts_dir(CompositeBackend(..., artifacts_root="/artifacts/"), "large_tool_results")`
+    is `/artifacts/large_tool_results`.
+    """
+    root = getattr(backend, "artifacts_root", None)
+    root = root if isinstance(root, str) and root else "/"
+    return f"{root.rstrip('/')}/{name}"
 
 
 def _approx(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> int:
@@ -189,10 +204,41 @@ def _transcript(messages: Sequence[AnyMessage]) -> str:
 
 ContextSize = tuple[Literal["fraction", "tokens", "messages"], float]
 """A size the reference's way: `("fraction", 0.85)`, `("tokens", 100_000)`, `("messages", 6)`."""
+TriggerClause = Mapping[Literal["fraction", "tokens", "messages"], float]
+"""Conditions that must all hold, e.g. `{"tokens": 4000, "messages": 10}`."""
 
 _HANDLED: ContextVar[bool] = ContextVar("fathom_summarization_handled", default=False)
 """Set while a `SummarizationMiddleware` runs the rest of a model call, so a compaction
 tool's own summarizer further in does not compact the same request again."""
+
+
+Summarizer = BaseChatModel | str | Runnable | Callable[[list[AnyMessage]], str]
+"""What `summarizer=` takes: a chat model (or its name), or what turns messages into text."""
+
+
+def _summarizer(value: Any) -> tuple[BaseChatModel | None, Runnable | None]:
+    """`summarizer=` as (chat model prompted with the summary prompt, or runnable)."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return resolve_model(value), None
+    if isinstance(value, BaseChatModel):
+        return value, None
+    if isinstance(value, Runnable) or callable(value):
+        return None, coerce_to_runnable(value)
+    raise TypeError(
+        "summarizer must be a chat model, a 'provider:model' string, or a runnable or "
+        f"function from messages to text, not {type(value).__name__}"
+    )
+
+
+def _summary_text(value: Any) -> str:
+    """The text a custom summarizer returned (a message's text is accepted)."""
+    if isinstance(value, BaseMessage):
+        return value.text
+    if not isinstance(value, str):
+        raise TypeError(f"summarizer must return a str, not {type(value).__name__}")
+    return value
 
 
 def _clause(value: Any, what: str) -> tuple[str, float]:
@@ -213,18 +259,36 @@ def _clause(value: Any, what: str) -> tuple[str, float]:
     return value[0], value[1]
 
 
-def _clauses(trigger: Any) -> list[tuple[str, float]]:
-    """`trigger=` as a list of (kind, value) conditions, any of which triggers."""
+def _all_of(clause: Any) -> list[tuple[str, float]]:
+    """One trigger clause as the conditions that must all hold: a pair is one condition,
+    a dict such as `{"tokens": 4000, "messages": 10}` one per key (LangChain's
+    `TriggerClause`)."""
+    if not isinstance(clause, Mapping):
+        return [_clause(clause, "trigger")]
+    if not clause:
+        raise ValueError(
+            "a dict trigger names at least one of 'tokens', 'messages' and 'fraction', "
+            "e.g. {'tokens': 4000, 'messages': 10}"
+        )
+    return [_clause((kind, value), "trigger") for kind, value in clause.items()]
+
+
+def _clauses(trigger: Any) -> list[list[tuple[str, float]]]:
+    """`trigger=` as clauses, any of which triggers; each is conditions that must all hold.
+
+    A pair or a dict is one clause; a list holds several (OR across the list, AND within a
+    dict), as in LangChain's `SummarizationMiddleware`.
+    """
     if trigger is None:
         return []
-    if isinstance(trigger, Mapping):
-        raise NotImplementedError(
-            "A dict trigger (all conditions at once) is not supported; pass one pair, or a "
-            "list of pairs (any of which triggers)."
+    if isinstance(trigger, tuple | Mapping):
+        return [_all_of(trigger)]
+    if isinstance(trigger, str) or not isinstance(trigger, Sequence):
+        raise ValueError(
+            "trigger is a pair such as ('fraction', 0.85), a dict such as "
+            f"{{'tokens': 4000, 'messages': 10}}, or a list of them, not {trigger!r}"
         )
-    if isinstance(trigger, tuple):
-        return [_clause(trigger, "trigger")]
-    return [_clause(item, "trigger") for item in trigger]
+    return [_all_of(item) for item in trigger]
 
 
 def _handled_here(handler: Callable[[ModelRequest], Any]) -> Callable[[ModelRequest], Any]:
@@ -279,9 +343,11 @@ class SummarizationMiddleware(AgentMiddleware):
         fallback_keep_messages: Messages kept when the window is unknown.
         offload_tokens: Tool results (and old tool inputs) above this size are offloaded.
         trigger: The reference's form of the trigger: `("fraction", f)`, `("tokens", n)` or
-            `("messages", n)`, or a list of them (whichever is reached first). A dict
-            (several conditions at once) is not supported. `None` keeps fathom's
-            `trigger_fraction` / `fallback_trigger_tokens`.
+            `("messages", n)`; a dict of several such conditions that must all hold, e.g.
+            `{"tokens": 4000, "messages": 10}`; or a list of pairs and dicts (whichever is
+            reached first), as in LangChain's `SummarizationMiddleware`. The window's
+            `trigger_fraction` stays a ceiling. `None` keeps fathom's `trigger_fraction` /
+            `fallback_trigger_tokens`.
         keep: What stays unsummarized: `("fraction", f)` of the window, `("tokens", n)`
             or `("messages", n)`. `None` keeps `keep_fraction` / `fallback_keep_messages`.
         token_counter: Counts a list of messages (the system message first) instead of
@@ -294,6 +360,11 @@ class SummarizationMiddleware(AgentMiddleware):
             `max_length` (characters; default `offload_tokens` worth) and `trigger: None`
             to turn this off. Its `keep` and `truncation_text` are accepted and not used
             (the kept region is `keep`'s; the cut text is a pointer to the file).
+        summarizer: Writes the summaries instead of `model` (which still gives the window):
+            a chat model or `"provider:model"` string, prompted with `summary_prompt`; or
+            a runnable or function that receives the messages to summarize and returns
+            the summary text (`summary_prompt` is then not used), as in LangChain's
+            `SummarizationMiddleware`.
     """
 
     state_schema = CompactionState
@@ -309,17 +380,25 @@ class SummarizationMiddleware(AgentMiddleware):
         fallback_trigger_tokens: int = FALLBACK_TRIGGER_TOKENS,
         fallback_keep_messages: int = FALLBACK_KEEP_MESSAGES,
         offload_tokens: int = OFFLOAD_TOKENS,
-        trigger: ContextSize | Sequence[ContextSize] | None = None,
+        trigger: ContextSize | TriggerClause | Sequence[ContextSize | TriggerClause] | None = None,
         keep: ContextSize | None = None,
         token_counter: Callable[[Sequence[BaseMessage]], int] | None = None,
         summary_prompt: str = SUMMARY_PROMPT,
         trim_tokens_to_summarize: int | None = None,
         truncate_args_settings: Mapping[str, Any] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         super().__init__()
+        self.summary_model, self.summarizer = _summarizer(summarizer)
         self.trigger_tokens: int | None = None
         self.trigger_messages: int | None = None
-        for kind, value in _clauses(trigger):
+        self.trigger_all: list[list[tuple[str, float]]] = []
+        """Dict clauses of more than one condition: each triggers when all of them hold."""
+        for conditions in _clauses(trigger):
+            if len(conditions) > 1:
+                self.trigger_all.append(conditions)
+                continue
+            [(kind, value)] = conditions
             if kind == "fraction":
                 trigger_fraction = float(value)
             elif kind == "tokens":
@@ -377,10 +456,28 @@ class SummarizationMiddleware(AgentMiddleware):
         return tokens
 
     def _reached(self, request: ModelRequest, messages: Sequence[Any], tokens: int) -> bool:
-        """Whether the context is at the trigger (in tokens, or in messages if one is set)."""
+        """Whether the context is at the trigger (in tokens, or in messages if one is set),
+        or meets every condition of one of the dict clauses."""
         if self.trigger_messages is not None and len(messages) >= self.trigger_messages:
             return True
+        if any(
+            all(self._holds(request, messages, tokens, kind, value) for kind, value in clause)
+            for clause in self.trigger_all
+        ):
+            return True
         return tokens >= self._trigger(request)
+
+    def _holds(
+        self, request: ModelRequest, messages: Sequence[Any], tokens: int, kind: str, value: float
+    ) -> bool:
+        """Whether one condition of a dict clause holds (a fraction of an unknown window
+        is read as `fallback_trigger_tokens`)."""
+        if kind == "messages":
+            return len(messages) >= value
+        if kind == "tokens":
+            return tokens >= value
+        window = self._window(request)
+        return tokens >= (int(window * value) if window else self.fallback_trigger_tokens)
 
     def count_tokens(self, request: ModelRequest, messages: Sequence[AnyMessage]) -> int:
         """The request's size: the model's own count for the prefix it last reported on
@@ -467,7 +564,8 @@ class SummarizationMiddleware(AgentMiddleware):
         """Where the transcript of `messages` goes: (backend, path, transcript)."""
         first_id = next((m.id for m in messages if m.id), None) or "session"
         backend = resolve_backend(self.backend, _tool_like_runtime(request))
-        return backend, f"{ARCHIVE_DIR}/{first_id}.md", _transcript(messages)
+        path = f"{artifacts_dir(backend, ARCHIVE_DIR.strip('/'))}/{first_id}.md"
+        return backend, path, _transcript(messages)
 
     @staticmethod
     def _archived(path: str, result: Any) -> tuple[str, dict]:
@@ -549,9 +647,13 @@ class SummarizationMiddleware(AgentMiddleware):
         if split is None:
             return None
         old, kept = split
-        model = self.model or request.model
-        summary = model.invoke(self._summary_prompt(request, old), config=self._config())
-        return self._summarized(request, old, kept, summary.text, self._archive(request, old))
+        if self.summarizer is not None:
+            summary = _summary_text(self.summarizer.invoke(old, config=self._config()))
+        else:
+            model = self.summary_model or self.model or request.model
+            prompt = self._summary_prompt(request, old)
+            summary = model.invoke(prompt, config=self._config()).text
+        return self._summarized(request, old, kept, summary, self._archive(request, old))
 
     async def _acompact(
         self, request: ModelRequest, messages: list[AnyMessage]
@@ -560,10 +662,14 @@ class SummarizationMiddleware(AgentMiddleware):
         if split is None:
             return None
         old, kept = split
-        model = self.model or request.model
-        summary = await model.ainvoke(self._summary_prompt(request, old), config=self._config())
+        if self.summarizer is not None:
+            summary = _summary_text(await self.summarizer.ainvoke(old, config=self._config()))
+        else:
+            model = self.summary_model or self.model or request.model
+            prompt = self._summary_prompt(request, old)
+            summary = (await model.ainvoke(prompt, config=self._config())).text
         archive = await self._aarchive(request, old)
-        return self._summarized(request, old, kept, summary.text, archive)
+        return self._summarized(request, old, kept, summary, archive)
 
     def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
         messages = compaction.messages if compaction else list(request.messages)
@@ -724,9 +830,9 @@ class SummarizationMiddleware(AgentMiddleware):
         return clip, [i for i in indexes if i not in clip]
 
     @staticmethod
-    def _batch_path(message: AnyMessage, index: int) -> str:
+    def _batch_path(backend: BackendProtocol, message: AnyMessage, index: int) -> str:
         call_id = getattr(message, "tool_call_id", None) or f"result_{index}"
-        return f"{OFFLOAD_DIR}/{call_id}"
+        return f"{artifacts_dir(backend, OFFLOAD_DIR.strip('/'))}/{call_id}"
 
     def _batch_result(
         self, messages: list[AnyMessage], clip: list[int], written: dict[int, tuple[str, Any]]
@@ -758,7 +864,7 @@ class SummarizationMiddleware(AgentMiddleware):
         backend = resolve_backend(self.backend, _tool_like_runtime(request))
         written = {}
         for index in write:
-            path = self._batch_path(messages[index], index)
+            path = self._batch_path(backend, messages[index], index)
             written[index] = (path, backend.write(path, str(messages[index].content)))
         return self._batch_result(messages, clip, written)
 
@@ -772,7 +878,7 @@ class SummarizationMiddleware(AgentMiddleware):
         backend = resolve_backend(self.backend, _tool_like_runtime(request))
         written = {}
         for index in write:
-            path = self._batch_path(messages[index], index)
+            path = self._batch_path(backend, messages[index], index)
             written[index] = (path, await backend.awrite(path, str(messages[index].content)))
         return self._batch_result(messages, clip, written)
 
@@ -789,7 +895,7 @@ class SummarizationMiddleware(AgentMiddleware):
             return None
         call_id = request.tool_call.get("id") or "result"
         backend: BackendProtocol = resolve_backend(self.backend, request.runtime)
-        return backend, f"{OFFLOAD_DIR}/{call_id}", content
+        return backend, f"{artifacts_dir(backend, OFFLOAD_DIR.strip('/'))}/{call_id}", content
 
     def _offloaded(self, result: ToolMessage, path: str, content: str, written: Any) -> Any:
         """The tool result that replaces one whose content was written to `path`, with the
@@ -976,6 +1082,7 @@ def create_summarization_middleware(
     summary_prompt: str = SUMMARY_PROMPT,
     trim_tokens_to_summarize: int | None = None,
     token_counter: Callable[[Sequence[BaseMessage]], int] | None = None,
+    summarizer: Summarizer | None = None,
 ) -> SummarizationMiddleware:
     """A `SummarizationMiddleware` with defaults from the model's profile: a share of its
     context window when the profile gives one, fixed token and message counts otherwise
@@ -991,4 +1098,5 @@ def create_summarization_middleware(
         summary_prompt=summary_prompt,
         trim_tokens_to_summarize=trim_tokens_to_summarize,
         token_counter=token_counter,
+        summarizer=summarizer,
     )

@@ -10,11 +10,14 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
 
 from fathom.profiles.harness import SCAFFOLDING_MIDDLEWARE, HarnessProfile
 from fathom.prompt import AssembledSystemMessage, PromptSection, sections_of
 
-__all__ = ["ProfileToolsMiddleware", "apply_profile"]
+__all__ = ["ProfileToolsMiddleware", "apply_profile", "check_exclusions_matched"]
 
 
 def _tool_name(tool: Any) -> str:
@@ -68,18 +71,89 @@ class ProfileToolsMiddleware(AgentMiddleware):
     ) -> ModelResponse:
         return await handler(self._tools(request))
 
+    def _refusal(self, request: ToolCallRequest) -> ToolMessage | None:
+        """An error answer for a call to a hidden tool: the tool node still has it, so a
+        model that names it anyway (from memory or an earlier turn) must not run it."""
+        name = request.tool_call["name"]
+        if name not in self.excluded:
+            return None
+        return ToolMessage(content=f"Error: the tool `{name}` is not available.",
+                           tool_call_id=request.tool_call["id"] or "", name=name,
+                           status="error")
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        return self._refusal(request) or handler(request)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        return self._refusal(request) or await handler(request)
+
+
+def _entry_label(entry: object) -> str:
+    return repr(entry) if isinstance(entry, str) else getattr(entry, "__name__", repr(entry))
+
+
+def check_exclusions_matched(profile: HarnessProfile, stack: Sequence[AgentMiddleware]) -> None:
+    """Raise `ValueError` when an `excluded_middleware` entry matches nothing in `stack`.
+
+    An entry that removes nothing is a typo or a profile written for another stack; left
+    alone it would silently keep the middleware it meant to remove.
+    """
+    unmatched = sorted(
+        _entry_label(entry) for entry in profile.excluded_middleware
+        if not any(HarnessProfile(excluded_middleware=frozenset({entry})).excludes(m)
+                   for m in stack)
+    )
+    if unmatched:
+        present = sorted({m.name for m in stack})
+        raise ValueError(
+            f"HarnessProfile.excluded_middleware entries {', '.join(unmatched)} match no "
+            f"middleware of this agent (it has: {', '.join(present)}); remove them or fix "
+            "the name."
+        )
+
+
+def _filled(overrides: Mapping[str, str], stack: Sequence[AgentMiddleware]) -> dict[str, str]:
+    """`overrides` with `{available_agents}` in the `task` description replaced by the list
+    of subagents, as the subagent middleware does for its own description."""
+    out = dict(overrides)
+    task = out.get("task")
+    if task is None or "{available_agents}" not in task:
+        return out
+    for middleware in stack:
+        subagents = getattr(middleware, "subagents", None)
+        if type(middleware).__name__ == "SubAgentMiddleware" and isinstance(subagents, Mapping):
+            catalogue = "\n".join(f"- {s['name']}: {s['description']}"
+                                  for s in subagents.values())
+            out["task"] = task.replace("{available_agents}", catalogue)
+    return out
+
 
 def apply_profile(
     profile: HarnessProfile,
     system_message: AssembledSystemMessage,
     stack: Sequence[AgentMiddleware],
+    *,
+    check_exclusions: bool = True,
 ) -> tuple[AssembledSystemMessage, list[AgentMiddleware]]:
     """`system_message` and the middleware `stack` changed as `profile` says.
 
     The prompt keeps the caller's part first; the `base` section becomes the profile's
     base prompt and suffix. Excluded middleware leaves the stack (never the scaffolding),
     extra middleware follows it, and the tool changes come last, so they see every tool.
+    With `check_exclusions`, an exclusion that matches none of the stack raises
+    `ValueError` (see `check_exclusions_matched`).
     """
+    full = [*stack, *profile.materialize_extra_middleware()]
+    if check_exclusions:
+        check_exclusions_matched(profile, full)
     sections = sections_of(system_message)
     base = next((s for s in sections if s.name == "base"), None)
     text = profile.prompt(base.text if base else "")
@@ -87,10 +161,9 @@ def apply_profile(
         sections[sections.index(base)] = PromptSection("base", text, base.stability)
     elif text:
         sections.append(PromptSection("base", text))
-    kept = [m for m in stack if type(m).__name__ in SCAFFOLDING_MIDDLEWARE
+    kept = [m for m in full if type(m).__name__ in SCAFFOLDING_MIDDLEWARE
             or not profile.excludes(m)]
-    kept.extend(profile.materialize_extra_middleware())
     if profile.tool_description_overrides or profile.excluded_tools:
-        kept.append(ProfileToolsMiddleware(profile.tool_description_overrides,
+        kept.append(ProfileToolsMiddleware(_filled(profile.tool_description_overrides, kept),
                                            profile.excluded_tools))
     return AssembledSystemMessage.from_sections(sections, system_message.leading), kept

@@ -7,10 +7,12 @@ Registering under a key that already has a profile merges the new one on top. A 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from fathom.profiles.convert import to_harness_profile, to_provider_profile
 from fathom.profiles.harness import (
     GeneralPurposeSubagentProfile,
     HarnessProfile,
@@ -41,35 +43,39 @@ def _ensure_plugins() -> None:
     load_plugins()
 
 
-def register_harness_profile(key: str, profile: HarnessProfile | HarnessProfileConfig) -> None:
+def register_harness_profile(
+    key: str, profile: HarnessProfile | HarnessProfileConfig | Mapping[str, Any]
+) -> None:
     """Register `profile` for every model of a provider (`"openai"`) or one model
     (`"openai:gpt-5"`); a second registration under the same key merges on the first.
 
+    `profile` may also be a mapping in `HarnessProfileConfig`'s shape, or the reference
+    package's own profile object (read field by field).
+
     Raises:
         ValueError: a malformed key (empty, or with whitespace around it or the colon).
-        TypeError: `profile` is neither a `HarnessProfile` nor a `HarnessProfileConfig`.
+        TypeError: `profile` is none of those.
     """
     validate_key(key)
-    if isinstance(profile, HarnessProfileConfig):
-        profile = profile.to_harness_profile()
-    if not isinstance(profile, HarnessProfile):
-        raise TypeError(f"register_harness_profile takes a HarnessProfile, not {profile!r}.")
+    profile = to_harness_profile(profile)
     with _LOCK:
         _ensure_plugins()
         existing = _HARNESS.get(key)
         _HARNESS[key] = profile if existing is None else merge_profiles(existing, profile)
 
 
-def register_provider_profile(key: str, profile: ProviderProfile) -> None:
+def register_provider_profile(key: str, profile: ProviderProfile | Mapping[str, Any]) -> None:
     """Register `profile` for a provider or one model; a second registration merges.
+
+    `profile` may also be a mapping of `ProviderProfile`'s fields, or the reference
+    package's own `ProviderProfile`.
 
     Raises:
         ValueError: a malformed key.
-        TypeError: `profile` is not a `ProviderProfile`.
+        TypeError: `profile` is none of those.
     """
     validate_key(key)
-    if not isinstance(profile, ProviderProfile):
-        raise TypeError(f"register_provider_profile takes a ProviderProfile, not {profile!r}.")
+    profile = to_provider_profile(profile)
     with _LOCK:
         _ensure_plugins()
         existing = _PROVIDER.get(key)
