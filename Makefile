@@ -3,6 +3,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# LangGraph's development server in its own environment (it is Elastic-licensed, so never a
+# dependency of fathom): tests/server runs the same client-side tests against it and against
+# `fathom serve`. It loads the scripted graphs of tests/server/deploy, which import fathom.
+LGDEV_VENV := benchmarks/.venv-langgraph-dev
+LGDEV_STAMP := $(LGDEV_VENV)/.installed
 
 .PHONY: test demo lint typecheck clean bench
 
@@ -12,7 +17,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e '.[dev,openai,anthropic]'
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) $(LGDEV_STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/basedpyright
 	$(BIN)/pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
@@ -37,6 +42,11 @@ $(REF_STAMP):
 	$(REF_VENV)/bin/pip install -q deepagents==0.7.32 langgraph-checkpoint-sqlite
 	touch $(REF_STAMP)
 
+$(LGDEV_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LGDEV_VENV)
+	$(LGDEV_VENV)/bin/pip install -q 'langgraph-cli[inmem]==0.4.40' -e .
+	touch $(LGDEV_STAMP)
+
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
@@ -44,9 +54,9 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 # One table with both sides (benchmarks/bench.py); then the sandbox's cost per command.
-bench: $(STAMP) $(BENCH_STAMP) $(REF_STAMP)
+bench: $(STAMP) $(BENCH_STAMP) $(REF_STAMP) $(LGDEV_STAMP)
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/sandbox.py
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(REF_VENV) $(LGDEV_VENV) build *.egg-info src/*.egg-info

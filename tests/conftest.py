@@ -25,6 +25,16 @@ SLOW_FILES = frozenset(
         "backends/test_sandbox_security.py",
         "backends/test_path_races.py",
         "patterns/test_patterns_benchmark.py",
+        "server/test_serve_cli.py",
+        "server/test_contract_assistants.py",
+        "server/test_contract_concurrency.py",
+        "server/test_contract_errors.py",
+        "server/test_contract_interrupts.py",
+        "server/test_contract_multitask.py",
+        "server/test_contract_runs.py",
+        "server/test_contract_streaming.py",
+        "server/test_contract_threads.py",
+        "server/test_serve_restart.py",
     }
 )
 """Files (or folders) under `tests/` whose tests are all `slow`."""

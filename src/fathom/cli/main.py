@@ -4,6 +4,7 @@
     fathom run "task" [--json]  one task, then exit (non-zero on failure or pending approval)
     fathom threads              list this project's threads
     fathom demo                 an offline end-to-end run with a scripted model
+    fathom serve                serve a langgraph.json's graphs over the Agent Protocol
 
 Only the standard library is imported at start-up, so `fathom --help` is quick.
 """
@@ -67,7 +68,37 @@ def _parser() -> argparse.ArgumentParser:
     threads.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR")
     demo = commands.add_parser("demo", help="an offline end-to-end run (scripted model)")
     demo.add_argument("--plain", action="store_true", default=argparse.SUPPRESS)
+    _serve_parser(commands)
     return parser
+
+
+def _serve_parser(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve a langgraph.json's graphs over HTTP (Agent Protocol)",
+        description="Run the graphs of a langgraph.json as an Agent Protocol server that the "
+        "LangGraph SDK and LangChain's UIs can use. Binds to loopback with no key by default; "
+        "another --host needs an API key.",
+    )  # fmt: skip
+    serve.add_argument("--config", metavar="PATH",
+                       help="the deployment file (default: ./langgraph.json)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=2024, help="port (default: 2024)")
+    serve.add_argument("--jobs", type=int, default=10,
+                       help="runs executing at once; more wait in the queue (default: 10)")
+    serve.add_argument("--database", metavar="URL",
+                       help="postgresql://... for PostgreSQL (default: SQLite in .fathom/ next "
+                       "to the deployment file)")
+    serve.add_argument("--api-key", metavar="KEY",
+                       help="require this key as x-api-key or Bearer (default: $FATHOM_API_KEY); "
+                       "needed off loopback")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="allow browser calls from this origin (repeatable; * for any)")
+    serve.add_argument("--max-body-bytes", type=int, default=10 * 1024 * 1024,
+                       help="largest request body accepted (default: 10 MiB)")
+    serve.add_argument("--log-level", default="info",
+                       choices=("critical", "error", "warning", "info", "debug"))
+    serve.add_argument("--access-log", action="store_true", help="log every request")
 
 
 def _option(args: argparse.Namespace, name: str, default: Any = None) -> Any:
@@ -350,6 +381,19 @@ def _demo_command(args: argparse.Namespace) -> int:
     return run_demo(plain=bool(_option(args, "plain")))
 
 
+def _serve_command(args: argparse.Namespace) -> int:
+    from fathom.server.serve import options_from_env, run_serve
+
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(levelname)s:     %(name)s: %(message)s")  # fmt: skip
+    return run_serve(options_from_env(
+        config=Path(args.config) if args.config else None, host=args.host, port=args.port,
+        jobs=args.jobs, database=args.database, api_key=args.api_key,
+        cors_origins=tuple(args.cors_origin), max_body_bytes=args.max_body_bytes,
+        log_level=args.log_level, access_log=args.access_log,
+    ))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `fathom` console script; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -359,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         return _threads_command(args)
     if args.command == "demo":
         return _demo_command(args)
+    if args.command == "serve":
+        return _serve_command(args)
     return _interactive(args)
 
 

@@ -1,0 +1,94 @@
+"""``create_app``: fathom's Agent Protocol server as a Starlette ASGI app."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+
+from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads
+from fathom.server.context import FathomServer
+from fathom.server.errors import (
+    ApiError,
+    api_error_handler,
+    http_exception_handler,
+    unhandled_error_handler,
+)
+from fathom.server.execution.manager import RunManager
+from fathom.server.graphs import GraphRegistry, GraphSource
+from fathom.server.loopback import register_app
+from fathom.server.records import RecordStore
+
+__all__ = ["create_app"]
+
+
+def _security(
+    api_key: str | None, cors_origins: Sequence[str], max_body_bytes: int
+) -> list[Middleware]:
+    from fathom.server.security import security_middleware
+
+    return security_middleware(
+        api_key=api_key, cors_origins=cors_origins, max_body_bytes=max_body_bytes
+    )
+
+
+def create_app(
+    graphs: Mapping[str, GraphSource],
+    *,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
+    jobs: int = 10,
+    api_key: str | None = None,
+    cors_origins: Sequence[str] = (),
+    max_body_bytes: int = 10 * 1024 * 1024,
+) -> Starlette:
+    """An ASGI app serving ``graphs`` over the LangGraph Platform / Agent Protocol API.
+
+    ``checkpointer`` and ``store`` default to in-memory ones; they are injected into every
+    graph, and the store also keeps the server's thread and run records. ``jobs`` bounds how
+    many runs execute at once. The server object is ``app.state.fathom``.
+    """
+    checkpointer = checkpointer if checkpointer is not None else InMemorySaver()
+    store = store if store is not None else InMemoryStore()
+    registry = GraphRegistry(graphs, checkpointer, store)
+    records = RecordStore(store)
+    server = FathomServer(
+        registry, checkpointer, store, records, RunManager(registry, records, checkpointer, jobs)
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await server.runs.start()
+        try:
+            yield
+        finally:
+            await server.runs.shutdown()
+
+    app = Starlette(
+        routes=[
+            *system.routes,
+            *assistants.routes,
+            *threads.routes,
+            *runs.routes,
+            *protocol_aliases.routes,
+            *store_routes.routes,
+        ],
+        middleware=_security(api_key, cors_origins, max_body_bytes),
+        exception_handlers={
+            ApiError: api_error_handler,
+            HTTPException: http_exception_handler,
+            Exception: unhandled_error_handler,
+        },
+        lifespan=lifespan,
+    )
+    app.state.fathom = server
+    register_app(app)  # its runs' async subagents without a url call it in process
+    return app

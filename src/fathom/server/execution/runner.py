@@ -1,0 +1,167 @@
+"""Run one graph invocation and translate its stream into LangGraph-server SSE events.
+
+Stream modes map as LangGraph's server maps them: ``values``, ``updates``, ``custom``,
+``debug``, ``tasks``, ``checkpoints`` pass through under their own name; ``messages-tuple``
+sends ``messages`` events carrying ``[message_chunk, metadata]``; ``messages`` sends
+``messages/metadata`` once per message id, then ``messages/partial`` (accumulated chunks) or
+``messages/complete``; ``events`` sends every ``astream_events`` v2 event. With
+``stream_subgraphs`` the event name gets the subgraph namespace appended, ``|``-separated.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
+from langchain_core.runnables import RunnableConfig
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Send
+
+__all__ = ["build_config", "build_input", "stream_run"]
+
+Emit = Callable[[str, Any], None]
+
+
+def build_config(run: dict[str, Any], graph_id: str) -> RunnableConfig:
+    """The ``RunnableConfig`` for ``run``: its config plus thread/run ids and metadata."""
+    kwargs = run["kwargs"]
+    user = dict(kwargs.get("config") or {})
+    configurable = dict(user.get("configurable") or {})
+    configurable.update(
+        thread_id=run["thread_id"],
+        run_id=run["run_id"],
+        graph_id=graph_id,
+        assistant_id=run["assistant_id"],
+    )
+    checkpoint = kwargs.get("checkpoint") or {}
+    if kwargs.get("checkpoint_id"):
+        checkpoint = {**checkpoint, "checkpoint_id": kwargs["checkpoint_id"]}
+    for key in ("checkpoint_id", "checkpoint_ns"):
+        if checkpoint.get(key):
+            configurable[key] = checkpoint[key]
+    metadata = {
+        **dict(user.get("metadata") or {}),
+        **run["metadata"],
+        "graph_id": graph_id,
+        "assistant_id": run["assistant_id"],
+        "thread_id": run["thread_id"],
+        "run_id": run["run_id"],
+    }
+    config: dict[str, Any] = {
+        **user,
+        "configurable": configurable,
+        "metadata": metadata,
+        "run_id": uuid.UUID(run["run_id"]),
+    }
+    return RunnableConfig(**config)
+
+
+def _send(value: Any) -> Any:
+    if isinstance(value, dict) and "node" in value:
+        return Send(value["node"], value.get("input"))
+    return value
+
+
+def build_input(kwargs: dict[str, Any]) -> Any:
+    """The graph input: ``input`` as given, or a ``Command`` built from ``command``."""
+    cmd = kwargs.get("command")
+    if not cmd:
+        return kwargs.get("input")
+    goto = cmd.get("goto")
+    if isinstance(goto, list):
+        goto = [_send(g) for g in goto]
+    elif goto is not None:
+        goto = _send(goto)
+    args: dict[str, Any] = {}
+    if "resume" in cmd:
+        args["resume"] = cmd["resume"]
+    if cmd.get("update") is not None:
+        update = cmd["update"]
+        args["update"] = [tuple(u) for u in update] if isinstance(update, list) else update
+    if goto is not None:
+        args["goto"] = goto
+    return Command(**args)
+
+
+class _Translator:
+    """Turns ``(namespace, mode, chunk)`` parts into named SSE events."""
+
+    def __init__(self, requested: list[str], subgraphs: bool, emit: Emit) -> None:
+        self.requested = set(requested)
+        self.subgraphs = subgraphs
+        self.emit = emit
+        self.messages: dict[str, BaseMessage] = {}
+
+    def name(self, mode: str, ns: tuple[str, ...]) -> str:
+        return f"{mode}|{'|'.join(ns)}" if self.subgraphs and ns else mode
+
+    def part(self, ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+        if mode == "messages":
+            if "messages-tuple" in self.requested:
+                self.emit(self.name("messages", ns), chunk)
+            elif "messages" in self.requested:
+                self._message(chunk)
+        elif mode in self.requested:
+            self.emit(self.name(mode, ns), chunk)
+
+    def _message(self, chunk: Any) -> None:
+        msg, meta = chunk
+        if not isinstance(msg, BaseMessage):
+            return
+        key = msg.id or ""
+        if key in self.messages:
+            merged = self.messages[key] + msg  # pyright: ignore[reportOperatorIssue]
+            self.messages[key] = merged  # pyright: ignore[reportArgumentType]
+        else:
+            self.messages[key] = msg
+            self.emit("messages/metadata", {key: {"metadata": meta}})
+        # Both events carry the accumulated message converted to its non-chunk type ("ai").
+        whole = message_chunk_to_message(self.messages[key])  # pyright: ignore[reportArgumentType]
+        name = "messages/partial" if isinstance(msg, BaseMessageChunk) else "messages/complete"
+        self.emit(name, [whole])
+
+
+async def stream_run(
+    graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit
+) -> None:
+    """Invoke ``graph`` for ``run`` and emit its stream events; exceptions propagate."""
+    kwargs = run["kwargs"]
+    requested = list(kwargs.get("stream_mode") or ["values"])
+    modes = {m for m in requested if m != "events"}
+    if "messages-tuple" in modes:
+        modes.discard("messages-tuple")
+        modes.add("messages")
+    subgraphs = bool(kwargs.get("subgraphs"))
+    tr = _Translator(requested, subgraphs, emit)
+    extra: dict[str, Any] = {}
+    for key in ("interrupt_before", "interrupt_after", "durability"):
+        if kwargs.get(key) is not None:
+            extra[key] = kwargs[key]
+    if kwargs.get("context") is not None:
+        extra["context"] = kwargs["context"]
+    graph_input = build_input(kwargs)
+    stream_modes: Any = list(modes) or ["values"]
+    if "events" in requested:
+        root = str(config.get("run_id"))
+        async for event in graph.astream_events(
+            graph_input,
+            config,
+            version="v2",
+            stream_mode=stream_modes,
+            subgraphs=subgraphs,
+            **extra,
+        ):
+            if event["event"] == "on_chain_stream" and event["run_id"] == root:
+                data: Any = event["data"].get("chunk")
+                ns, mode, chunk = data if subgraphs else ((), *data)
+                tr.part(tuple(ns), mode, chunk)
+            else:
+                emit("events", event)
+        return
+    async for part in graph.astream(
+        graph_input, config, stream_mode=stream_modes, subgraphs=subgraphs, **extra
+    ):
+        ns, mode, chunk = part if subgraphs else ((), *part)
+        tr.part(tuple(ns), mode, chunk)

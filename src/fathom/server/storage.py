@@ -1,0 +1,154 @@
+"""Where a server keeps its checkpoints and store: SQLite files by default, or PostgreSQL.
+
+`open_storage(None, state_dir)` uses LangGraph's SQLite checkpointer and store, two files under
+`state_dir` (the project's `.fathom/`), with nothing to install or start. `open_storage(
+"postgresql://...", ...)` uses LangGraph's Postgres checkpointer (on a connection pool, so
+concurrent runs do not queue behind one connection) and store, and creates their tables. Both
+are durable: a server restarted on the same storage finds its threads, checkpoints and items.
+
+The store's `index` (semantic search) and `ttl` settings, e.g. from `langgraph.json`, are given
+to the store; with `ttl.sweep_interval_minutes` the store's expiry sweeper runs while storage
+is open.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+
+__all__ = [
+    "CHECKPOINTS_FILE",
+    "STORE_FILE",
+    "Storage",
+    "StorageError",
+    "open_storage",
+    "sqlite_can_index",
+]
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINTS_FILE = "server-checkpoints.sqlite"
+STORE_FILE = "server-store.sqlite"
+
+
+class StorageError(Exception):
+    """The storage cannot be opened; the message says why and what to give instead."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """An open checkpointer and store, and a one-line description for logs (no password)."""
+
+    checkpointer: BaseCheckpointSaver[Any]
+    store: BaseStore
+    description: str
+
+
+def sqlite_can_index() -> bool:
+    """Whether SQLite storage can do semantic search here (it loads the sqlite-vec extension)."""
+    import sqlite3
+
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def _redacted(url: str) -> str:
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+async def _sqlite(stack: AsyncExitStack, state_dir: Path, index: Any, ttl: Any) -> Storage:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    if index is not None and not sqlite_can_index():
+        raise StorageError(
+            "store.index (semantic search) on SQLite needs the sqlite-vec extension, and this "
+            "Python's sqlite3 cannot load extensions; use a Python built with them, or "
+            "--database postgresql://... with pgvector, or remove store.index")  # fmt: skip
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StorageError(f"cannot create the state folder {state_dir}: {error}; pass "
+                           "--database postgresql://... or run where it is writable"
+                           ) from error  # fmt: skip
+    checkpoints, items = str(state_dir / CHECKPOINTS_FILE), str(state_dir / STORE_FILE)
+    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(checkpoints))
+    store = await stack.enter_async_context(
+        AsyncSqliteStore.from_conn_string(items, index=index, ttl=ttl))  # fmt: skip
+    for conn in (saver.conn, store.conn):
+        # WAL lets readers run while a run writes; the files are only this server's.
+        await conn.execute("PRAGMA journal_mode=WAL")
+    await saver.setup()
+    await store.setup()
+    return Storage(saver, store, f"SQLite in {state_dir}")
+
+
+async def _postgres(stack: AsyncExitStack, url: str, index: Any, ttl: Any) -> Storage:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as error:
+        raise StorageError("PostgreSQL storage needs the postgres extra: "
+                           "pip install 'fathom[postgres]'") from error  # fmt: skip
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url, open=False, max_size=20,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )  # fmt: skip
+    try:
+        await pool.open(wait=True, timeout=30)
+    except Exception as error:
+        await pool.close()
+        raise StorageError(f"cannot connect to {_redacted(url)}: {error}") from error
+    stack.push_async_callback(pool.close)
+    saver = AsyncPostgresSaver(cast(Any, pool))
+    store = await stack.enter_async_context(
+        AsyncPostgresStore.from_conn_string(url, index=index, ttl=ttl))  # fmt: skip
+    await saver.setup()
+    await store.setup()
+    return Storage(saver, store, f"PostgreSQL at {_redacted(url)}")
+
+
+@asynccontextmanager
+async def open_storage(
+    database: str | None,
+    state_dir: Path,
+    *,
+    index: Mapping[str, Any] | None = None,
+    ttl: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Storage]:
+    """Open the checkpointer and store, create their tables, and close them on exit.
+
+    `database`: None or `sqlite` for SQLite files under `state_dir`, `sqlite:///DIR` for SQLite
+    files in the folder DIR, or a `postgresql://` (`postgres://`) URL. Anything else raises
+    `StorageError`.
+    """
+    index_config = dict(index) if index else None
+    ttl_config = dict(ttl) if ttl else None
+    async with AsyncExitStack() as stack:
+        if database is None or database in ("", "sqlite"):
+            storage = await _sqlite(stack, state_dir, index_config, ttl_config)
+        elif database.startswith("sqlite:///"):
+            folder = Path(database.removeprefix("sqlite:///")).expanduser()
+            storage = await _sqlite(stack, folder, index_config, ttl_config)
+        elif database.startswith(("postgresql://", "postgres://")):
+            storage = await _postgres(stack, database, index_config, ttl_config)
+        else:
+            raise StorageError(
+                f"unsupported --database {_redacted(database)!r}: give a postgresql://user@host/db "
+                "URL, or leave it out for SQLite files under .fathom/")  # fmt: skip
+        sweep = (ttl_config or {}).get("sweep_interval_minutes")
+        if sweep:
+            store: Any = storage.store  # both LangGraph stores have the sweeper; BaseStore does not
+            await store.start_ttl_sweeper(int(sweep))
+            stack.push_async_callback(store.stop_ttl_sweeper)
+        logger.info("storage: %s", storage.description)
+        yield storage

@@ -1,0 +1,230 @@
+"""An async subagent's run wakes the agent that launched it, on a real fathom server app.
+
+The children are started as a supervisor's `start_async_task` starts them (the reference
+package's wire contract): a thread with `subagent_name` metadata, and a run whose config
+carries `configurable.deepagents_parent = {thread_id, assistant_id}`. Everything goes
+through the real langgraph-sdk client over ASGI.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.types import interrupt
+from langgraph_sdk.client import LangGraphClient
+
+from fathom import create_deep_agent
+from fathom.middleware.parent_notifier import NOTIFICATION_KEY, USAGE_METADATA_KEY
+from fathom.server import create_app, in_process_client
+from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
+from tests.server.app_support import GatedGraph
+from tests.server.support import eventually
+
+NOTIFIER_LOGGER = "fathom.middleware.parent_notifier"
+
+
+@tool
+def ask_human(question: str) -> str:
+    """Ask a person and wait for the answer."""
+    return str(interrupt({"question": question}))
+
+
+def _explode(request: ScriptRequest) -> str:
+    raise RuntimeError("secret internals: db password is hunter2")
+
+
+class World:
+    """A server with a supervisor, children that succeed, fail or wait, and a busy parent."""
+
+    def __init__(self) -> None:
+        self.supervisor_model = ScriptedModel(policy=lambda req: "noted")
+        self.gate = GatedGraph()
+        graphs: dict[str, Any] = {
+            "supervisor": create_deep_agent(self.supervisor_model, name="supervisor"),
+            "researcher": create_deep_agent(
+                ScriptedModel(policy=lambda req: "Found it: <b>42</b> & more"),
+                name="researcher",
+            ),
+            "broken": create_deep_agent(ScriptedModel(policy=_explode), name="broken"),
+            "asker": create_deep_agent(
+                ScriptedModel(replies=[ai("", tool_call("ask_human", {"question": "go?"}))],
+                              policy=lambda req: "done"),
+                tools=[ask_human],
+                name="asker",
+            ),
+            "gated": self.gate.graph(),
+        }
+        self.client: LangGraphClient = in_process_client(create_app(graphs))
+
+    async def parent(self, assistant_id: str = "supervisor") -> str:
+        thread = await self.client.threads.create(metadata={"graph_id": assistant_id})
+        return thread["thread_id"]
+
+    async def launch(self, child: str, parent_thread: str, name: str | None = None,
+                     parent_assistant: str = "supervisor") -> tuple[str, str]:
+        """Start `child` as the async subagent `name` of `parent_thread`."""
+        thread = await self.client.threads.create(
+            metadata={"subagent_name": name or child, "parent_thread_id": parent_thread}
+        )
+        run = await self.client.runs.create(
+            thread["thread_id"],
+            child,
+            input={"messages": [{"role": "user", "content": "please work"}]},
+            config={"configurable": {"deepagents_parent": {
+                "thread_id": parent_thread, "assistant_id": parent_assistant}}},
+        )
+        return thread["thread_id"], run["run_id"]
+
+    async def notification_runs(self, parent_thread: str) -> list[dict[str, Any]]:
+        return list(await self.client.runs.list(parent_thread))
+
+    async def woken_and_done(self, parent_thread: str) -> dict[str, Any]:
+        """Wait for the parent's notification run to finish; return the parent's values."""
+
+        async def done() -> bool:
+            runs = await self.notification_runs(parent_thread)
+            return bool(runs) and all(r["status"] == "success" for r in runs)
+
+        await eventually(done, "the parent to be woken and finish its run")
+        state = await self.client.threads.get_state(parent_thread)
+        return dict(state["values"])
+
+
+def _notification(values: dict[str, Any]) -> dict[str, Any]:
+    notes = [m for m in values["messages"]
+             if (m.get("additional_kwargs") or {}).get(NOTIFICATION_KEY)]
+    assert len(notes) == 1, values["messages"]
+    return notes[0]
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+
+
+async def test_finished_child_wakes_idle_parent_whose_model_reads_the_result() -> None:
+    world = World()
+    parent = await world.parent()
+    child_thread, child_run = await world.launch("researcher", parent)
+
+    values = await world.woken_and_done(parent)
+
+    note = _notification(values)
+    assert note["type"] == "human"
+    assert note["additional_kwargs"][NOTIFICATION_KEY] == {
+        "task_id": child_thread, "agent_name": "researcher", "status": "success",
+        "run_id": child_run,
+    }
+    text = _text(note)
+    assert text.startswith("[SYSTEM NOTIFICATION")
+    assert f"<task-id>{child_thread}</task-id>" in text
+    assert "<status>success</status>" in text
+    # the child's text is escaped, so it cannot close the notification's tags
+    assert "Found it: &lt;b&gt;42&lt;/b&gt; &amp; more" in text
+    seen = world.supervisor_model.requests[-1].messages
+    assert any(NOTIFICATION_KEY in m.additional_kwargs for m in seen)
+    assert values["messages"][-1]["content"] == "noted"
+    assert (await world.client.runs.get(child_thread, child_run))["status"] == "success"
+
+
+async def test_failed_child_sends_error_with_only_the_exception_type() -> None:
+    world = World()
+    parent = await world.parent()
+    child_thread, child_run = await world.launch("broken", parent)
+
+    values = await world.woken_and_done(parent)
+
+    note = _notification(values)
+    assert note["additional_kwargs"][NOTIFICATION_KEY]["status"] == "error"
+    text = _text(note)
+    assert "<status>error</status>" in text
+    assert "RuntimeError" in text
+    assert "hunter2" not in text
+    assert (await world.client.runs.get(child_thread, child_run))["status"] == "error"
+
+
+async def test_child_paused_on_interrupt_reports_waiting_with_its_question() -> None:
+    world = World()
+    parent = await world.parent()
+    child_thread, _ = await world.launch("asker", parent)
+
+    values = await world.woken_and_done(parent)
+
+    note = _notification(values)
+    assert note["additional_kwargs"][NOTIFICATION_KEY]["status"] == "waiting"
+    text = _text(note)
+    assert "<status>waiting</status>" in text
+    assert "go?" in text
+    assert (await world.client.threads.get(child_thread))["status"] == "interrupted"
+
+
+async def test_busy_parent_gets_no_second_run_and_child_still_succeeds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=NOTIFIER_LOGGER)
+    world = World()
+    parent = await world.parent("gated")
+    busy_run = await world.client.runs.create(parent, "gated", input={"x": 1})
+
+    async def parent_busy() -> bool:
+        return (await world.client.threads.get(parent))["status"] == "busy"
+
+    await eventually(parent_busy, "the parent's own run to hold its thread")
+    child_thread, child_run = await world.launch("researcher", parent, parent_assistant="gated")
+
+    async def declined() -> bool:
+        return any(parent in r.getMessage() and r.name == NOTIFIER_LOGGER
+                   for r in caplog.records)
+
+    await eventually(declined, "the notifier to decline the busy parent")
+    runs = await world.notification_runs(parent)
+    assert [r["run_id"] for r in runs] == [busy_run["run_id"]]
+    assert (await world.client.runs.get(child_thread, child_run))["status"] == "success"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    world.gate.release.set()
+    await world.client.runs.join(parent, busy_run["run_id"])
+
+
+async def test_missing_parent_is_logged_and_the_child_run_succeeds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=NOTIFIER_LOGGER)
+    world = World()
+    gone = str(uuid.uuid4())
+    child_thread, child_run = await world.launch("researcher", gone)
+
+    async def logged() -> bool:
+        return any(gone in r.getMessage() for r in caplog.records)
+
+    await eventually(logged, "the notifier to log the missing parent")
+    assert (await world.client.runs.get(child_thread, child_run))["status"] == "success"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_child_run_records_its_model_calls_and_tokens_on_its_thread() -> None:
+    world = World()
+    parent = await world.parent()
+    child_thread, _ = await world.launch("researcher", parent)
+    await world.woken_and_done(parent)
+
+    usage = (await world.client.threads.get(child_thread))["metadata"][USAGE_METADATA_KEY]
+    assert usage["calls"] == 1
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+
+
+async def test_run_without_parent_reference_wakes_nobody() -> None:
+    world = World()
+    parent = await world.parent()
+    thread = await world.client.threads.create()
+    run = await world.client.runs.create(
+        thread["thread_id"], "researcher", input={"messages": [{"role": "user", "content": "x"}]}
+    )
+    await world.client.runs.join(thread["thread_id"], run["run_id"])
+    assert await world.notification_runs(parent) == []
+    assert USAGE_METADATA_KEY not in (await world.client.threads.get(thread["thread_id"]))["metadata"]

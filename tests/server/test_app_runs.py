@@ -1,0 +1,85 @@
+"""In-process tests of fathom's server core through the real langgraph-sdk client."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from fathom.server import create_app, in_process_client
+
+
+class State(TypedDict, total=False):
+    x: int
+    answer: str
+
+
+def _counter(state: State) -> State:
+    return {"x": state.get("x", 0) + 1}
+
+
+def _ask(state: State) -> State:
+    return {"answer": str(interrupt({"question": "ok?"}))}
+
+
+def counter_graph() -> Any:
+    g = StateGraph(State)
+    g.add_node("inc", _counter)
+    g.add_edge(START, "inc")
+    g.add_edge("inc", END)
+    return g.compile()
+
+
+def ask_graph() -> Any:
+    g = StateGraph(State)
+    g.add_node("inc", _counter)
+    g.add_node("ask", _ask)
+    g.add_edge(START, "inc")
+    g.add_edge("inc", "ask")
+    g.add_edge("ask", END)
+    return g.compile()
+
+
+async def test_background_run_join_then_state() -> None:
+    client = in_process_client(create_app({"counter": counter_graph()}))
+    thread = await client.threads.create(metadata={"owner": "t"})
+    run = await client.runs.create(thread["thread_id"], "counter", input={"x": 41})
+    assert run["status"] in ("pending", "running", "success")
+    joined = await client.runs.join(thread["thread_id"], run["run_id"])
+    assert joined == {"x": 42}
+    assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "success"
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"] == {"x": 42}
+    got = await client.threads.get(thread["thread_id"])
+    assert got["status"] == "idle" and got["values"] == {"x": 42}
+    assert got["metadata"]["owner"] == "t"
+
+
+async def test_stream_values_and_updates() -> None:
+    client = in_process_client(create_app({"counter": counter_graph()}))
+    thread = await client.threads.create()
+    parts = [
+        p
+        async for p in client.runs.stream(
+            thread["thread_id"], "counter", input={"x": 1}, stream_mode=["values", "updates"]
+        )
+    ]
+    events = [p.event for p in parts]
+    assert events[0] == "metadata"
+    assert ("updates", {"inc": {"x": 2}}) in [(p.event, p.data) for p in parts]
+    assert parts[-1].event == "values" and parts[-1].data == {"x": 2}
+
+
+async def test_interrupt_then_resume_with_command() -> None:
+    client = in_process_client(create_app({"ask": ask_graph()}))
+    thread = await client.threads.create()
+    out = await client.runs.wait(thread["thread_id"], "ask", input={"x": 0})
+    assert out["__interrupt__"][0]["value"] == {"question": "ok?"}
+    got = await client.threads.get(thread["thread_id"])
+    assert got["status"] == "interrupted"
+    [pending] = got["interrupts"].values()
+    assert pending[0]["value"] == {"question": "ok?"}
+    out = await client.runs.wait(thread["thread_id"], "ask", command={"resume": "yes"})
+    assert out == {"x": 1, "answer": "yes"}
+    assert (await client.threads.get(thread["thread_id"]))["status"] == "idle"
