@@ -24,6 +24,7 @@ test: $(STAMP) $(LGDEV_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/fathom demo
+	$(BIN)/fathom demo --server
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples

@@ -40,6 +40,7 @@ SECTIONS = (
     "prefix_stability",
     "long_run",
     "startup",
+    "server",  # issue 17: fathom serve against langgraph dev (the reference column)
 )
 
 

@@ -1,0 +1,135 @@
+"""`benchmarks/server.py` measures real servers: a tiny run against `fathom serve` (and
+`langgraph dev` when its environment exists), the rows, the table and the JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from .conftest import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def server() -> ModuleType:
+    return load_benchmark("server")
+
+
+@pytest.fixture(scope="module")
+def tiny(server: ModuleType) -> Any:
+    return server.Settings(warmup=1, sequential=3, concurrent=6, clients=3, streams=2, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def fathom_row(server: ModuleType, tiny: Any) -> dict[str, Any]:
+    row: dict[str, Any] = server.run_side("fathom", tiny)
+    return row
+
+
+def test_fathom_side_measures_every_figure(fathom_row: dict[str, Any], tiny: Any) -> None:
+    row = fathom_row
+    assert row["kind"] == "fathom" and row["jobs"] == 2
+    assert row["command"][1:3] == ["serve", "--config"] and row["command"][-2:] == ["--jobs", "2"]
+    assert len(row["latency_ms"]) == tiny.sequential and all(v > 0 for v in row["latency_ms"])
+    assert 0 < row["p50_ms"] <= row["p99_ms"] == pytest.approx(max(row["latency_ms"]), abs=0.01)
+    assert row["runs_per_s"] == pytest.approx(tiny.concurrent / row["concurrent_s"])
+    assert len(row["first_event_ms"]) == tiny.streams
+    assert 0 < row["first_event_p50_ms"] <= row["stream_total_p50_ms"]
+    # The whole tree of a Python server holding LangChain and LangGraph is tens of MiB.
+    assert row["rss_mib"] > 20 and row["idle_rss_mib"] > 20
+
+
+def test_rows_table_and_json_from_fathom_alone(
+    server: ModuleType, fathom_row: dict[str, Any], tiny: Any, tmp_path: Path
+) -> None:
+    results = {"fathom": fathom_row}
+    rows = server.rows_from(results, tiny)
+    assert [r.metric for r in rows] == [
+        "create-to-done latency, p50",
+        "create-to-done latency, p99",
+        "throughput, 3 concurrent clients",
+        "time to first SSE event, p50",
+        "server RSS after the load",
+    ]
+    assert all(r.fathom is not None and r.fathom > 0 and r.deepagents is None for r in rows)
+    assert rows[2].better == "higher" and "not installed" in rows[0].note
+    printed = server.table(results, tiny)
+    assert printed[0][3] == "—" and printed[0][4] == "—" and printed[0][5] == "—"
+    path = server.write_results(results, tiny, 1.0, tmp_path / "server.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["settings"]["jobs"] == 2 and data["results"]["fathom"]["p50_ms"] > 0
+    assert data["fathom_over_langgraph_dev"] == {}
+
+
+def test_ratios_and_goals(server: ModuleType, tiny: Any) -> None:
+    def side(p50: float, runs: float) -> dict[str, float]:
+        return {"p50_ms": p50, "p99_ms": p50 * 2, "runs_per_s": runs,
+                "first_event_p50_ms": 5.0, "rss_mib": 100.0}  # fmt: skip
+
+    results = {"fathom": side(40.0, 30.0), "langgraph dev": side(100.0, 10.0)}
+    printed = {cells[0]: cells for cells in server.table(results, tiny)}
+    assert printed["create-to-done latency, p50"][4:] == ["0.40×", "<= 0.5×: met"]
+    assert printed["throughput, 3 concurrent clients"][4:] == ["3.00×", ">= 2×: met"]
+    results["fathom"] = side(60.0, 15.0)
+    printed = {cells[0]: cells for cells in server.table(results, tiny)}
+    assert printed["create-to-done latency, p50"][5] == "<= 0.5×: missed"
+    assert printed["throughput, 3 concurrent clients"][5] == ">= 2×: missed"
+    rows = server.rows_from(results, tiny)
+    assert rows[0].ratio == pytest.approx(100 / 60) and rows[0].winner == "fathom"
+    assert rows[2].ratio == pytest.approx(10 / 15) and rows[2].winner == "fathom"
+
+
+def test_percentile_is_nearest_rank(server: ModuleType) -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert server.percentile(values, 0.99) == 99.0
+    assert server.percentile(values, 0.5) == 50.0
+    assert server.percentile([7.0], 0.99) == 7.0
+
+
+CHILD_TREE = """
+import subprocess, sys
+code = 'import sys; print("ready", flush=True); sys.stdin.read()'
+child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+sys.stdin.read()
+child.communicate("")
+"""
+"""A Python that starts a child Python, prints the child's pid once it runs, and waits."""
+
+
+def test_tree_rss_adds_up_the_whole_process_tree(server: ModuleType) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", CHILD_TREE], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        child_pid = int(parent.stdout.readline())
+        both = _own_rss(parent.pid) + _own_rss(child_pid)
+        assert server.tree_rss_mib(parent.pid) == pytest.approx(both, abs=1.0)
+        assert server.tree_rss_mib(parent.pid) > _own_rss(parent.pid) + 1
+    finally:
+        parent.communicate("", timeout=60)
+
+
+def _own_rss(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+        line = next(line for line in handle if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_both_servers_when_langgraph_dev_is_installed(server: ModuleType, tiny: Any) -> None:
+    if server.langgraph_dev_binary() is None:
+        pytest.skip("langgraph dev not installed (benchmarks/.venv-langgraph-dev)")
+    results = server.run_all(tiny)
+    assert set(results) == {"fathom", "langgraph dev"}
+    ref = results["langgraph dev"]
+    assert ref["command"][1] == "dev" and "--n-jobs-per-worker" in ref["command"]
+    assert ref["p50_ms"] > 0 and ref["runs_per_s"] > 0 and ref["rss_mib"] > 20
+    rows = server.rows_from(results, tiny)
+    assert all(r.ratio is not None for r in rows)
