@@ -18,9 +18,12 @@ SLOW_FILES = frozenset(
     {
         "benchmarks",  # a whole folder
         "cli/test_command_pty.py",
+        "cli/test_demo_server.py",
+        "cli/test_tasks_command.py",
         "test_examples.py",
         "test_sandbox_agent.py",
         "test_resume_after_kill.py",
+        "test_async_subagents_http.py",
         "backends/test_bubblewrap.py",
         "backends/test_sandbox_security.py",
         "backends/test_path_races.py",

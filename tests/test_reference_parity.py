@@ -111,9 +111,7 @@ def test_unknown_compiled_subagent_key_names_it_and_the_allowed_keys():
     assert "['description', 'mode', 'name', 'runnable']" in text
 
 
-def test_async_subagent_spec_is_refused_not_built_as_a_local_one():
-    text = _spec_error({"name": "remote", "description": "d", "graph_id": "researcher"})
-    assert "'remote'" in text and "async" in text and "graph_id" in text
+def test_async_subagent_spec_with_an_unknown_key_is_refused_naming_the_allowed_keys():
     text = _spec_error({"name": "remote", "description": "d", "graph_id": "g", "prompt": "x"})
     assert "['prompt']" in text and "'url'" in text and "'headers'" in text
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         PatchToolCallsMiddleware,
         PlanningMiddleware,
     )
+    from fathom.middleware.async_subagents import AsyncSubAgent, AsyncSubAgentMiddleware
     from fathom.middleware.filesystem import FsToolName
     from fathom.middleware.human_in_the_loop import InterruptOnConfig
     from fathom.middleware.permissions import FilesystemPermission
@@ -48,6 +49,8 @@ _WHERE = {
     "PatchToolCallsMiddleware": "fathom.middleware",
     "PlanningMiddleware": "fathom.middleware",
     "InterruptOnConfig": "fathom.middleware.human_in_the_loop",
+    "AsyncSubAgent": "fathom.middleware.async_subagents",
+    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents",
     "CompiledSubAgent": "fathom.middleware.subagents",
     "SubAgent": "fathom.middleware.subagents",
     "SubAgentMiddleware": "fathom.middleware.subagents",
@@ -68,6 +71,8 @@ _WHERE = {
 }
 
 __all__ = [
+    "AsyncSubAgent",
+    "AsyncSubAgentMiddleware",
     "BackendProtocol",
     "CompiledSubAgent",
     "DeepAgentState",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import InterruptOnConfig
@@ -28,6 +28,7 @@ from langgraph.typing import ContextT
 
 from fathom.backends.protocol import BackendFactory, BackendProtocol, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
+from fathom.middleware.async_subagents import AsyncSubAgent, AsyncSubAgentMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import (
@@ -36,6 +37,7 @@ from fathom.middleware.human_in_the_loop import (
     gated_tools,
 )
 from fathom.middleware.memory import MemoryMiddleware
+from fathom.middleware.parent_notifier import ParentNotifierMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.planning import PlanningMiddleware
@@ -256,6 +258,8 @@ def _core_middleware(
         *([ExecuteMiddleware(backend=backend)] if _offers_execute(backend, permissions) else []),
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
+        # inert unless the run is some agent's async subagent: then it wakes that agent
+        ParentNotifierMiddleware(),
     ]
 
 
@@ -291,6 +295,8 @@ def _compile_subagents(
     specs = list(specs)
     for spec in specs:
         validate_subagent_spec(spec)
+    # async specs (`graph_id`) go to AsyncSubAgentMiddleware, not the `task` tool
+    specs = [spec for spec in specs if "graph_id" not in spec]
     # the main model's harness profile may turn it off or change its description and prompt
     gp = general_purpose_settings(model)
     gp_spec: dict[str, Any] | None = None
@@ -373,7 +379,8 @@ def create_deep_agent(
     *,
     system_prompt: str | SystemMessage | None = None,
     middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
-    subagents: Sequence[SubAgent | CompiledSubAgent | Mapping[str, Any]] | None = None,
+    subagents: Sequence[SubAgent | CompiledSubAgent | AsyncSubAgent | Mapping[str, Any]]
+    | None = None,
     skills: list[str] | None = None,
     memory: list[str] | None = None,
     permissions: Sequence[FilesystemPermission] | None = None,
@@ -416,7 +423,12 @@ def create_deep_agent(
             `mode="fork"` makes a subagent continue the main agent's conversation with the
             main agent's system prompt, tools and middleware (its own `system_prompt` is
             added to that prompt), so its requests share the main agent's prompt-cache
-            prefix.
+            prefix. An `AsyncSubAgent` (told by its `graph_id`: `name`, `description`,
+            `graph_id`, and optionally `url`, `headers`, `webhook`, `update_strategy`,
+            `notify_parent`, `mode`) runs in the background on an Agent Protocol server,
+            reached through `start_async_task` and the other async subagent tools
+            (`AsyncSubAgentMiddleware`); the `task` tool and the general-purpose subagent
+            stay.
         skills: Skill source directories on the backend (`"/skills/project/"`): each
             holds `<name>/SKILL.md`; only names and descriptions go into the prompt, the
             model reads a skill when it needs it. Later sources win on a name clash. The
@@ -485,6 +497,13 @@ def create_deep_agent(
     )
     if compiled:
         core = _with_task_tool(core, SubAgentMiddleware(compiled))
+    async_specs = [
+        cast("AsyncSubAgent", spec)
+        for spec in subagents or []
+        if isinstance(spec, Mapping) and "graph_id" in spec
+    ]
+    if async_specs:  # next to the `task` tool, which stays
+        core = [*core, AsyncSubAgentMiddleware(async_subagents=async_specs)]
     graph = _build_graph(
         chat_model,
         list(tools or []),

@@ -9,20 +9,47 @@ usage = AgentUsage()
 agent.invoke(inputs, config={"callbacks": [usage]})
 usage.totals()  # {"main": AgentTotals(calls=2, ...), "research-agent": AgentTotals(...)}
 ```
+
+Async subagents run elsewhere (as background runs on a server), so the callback never sees
+their calls. Each such run adds its calls and tokens to its thread's `fathom_usage`
+metadata when it ends; `collect_async_usage` reads them for the tasks in a supervisor's
+`async_tasks` and adds them to the report by task id:
+
+```python
+await collect_async_usage(usage, state["async_tasks"], client)
+usage.task_totals()  # {"<task id>": ("researcher", AgentTotals(calls=3, ...))}
+```
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-__all__ = ["UNNAMED_AGENT", "AgentTotals", "AgentUsage"]
+if TYPE_CHECKING:
+    from langgraph_sdk.client import LangGraphClient
+
+__all__ = [
+    "TASK_USAGE_KEY",
+    "UNNAMED_AGENT",
+    "AgentTotals",
+    "AgentUsage",
+    "collect_async_usage",
+    "task_usage",
+]
+
+logger = logging.getLogger(__name__)
+
+TASK_USAGE_KEY = "fathom_usage"
+"""Thread metadata key where an async subagent's runs add up their calls and tokens."""
 
 UNNAMED_AGENT = "(unnamed agent)"
 """The key for calls made by an agent built without `name=`."""
@@ -49,6 +76,7 @@ class AgentUsage(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._running: dict[UUID, str] = {}
         self._totals: dict[str, AgentTotals] = {}
+        self._tasks: dict[str, tuple[str, AgentTotals]] = {}
 
     def on_chat_model_start(
         self,
@@ -89,10 +117,24 @@ class AgentUsage(BaseCallbackHandler):
         with self._lock:
             return {name: AgentTotals(**vars(t)) for name, t in self._totals.items()}
 
+    def record_task(self, task_id: str, agent_name: str, totals: AgentTotals) -> None:
+        """Set what async subagent task `task_id` (run by `agent_name`) used so far.
+
+        A later call for the same task replaces the earlier figures (they are cumulative).
+        """
+        with self._lock:
+            self._tasks[task_id] = (agent_name, AgentTotals(**vars(totals)))
+
+    def task_totals(self) -> dict[str, tuple[str, AgentTotals]]:
+        """A copy of the async subagent tasks' figures: task id -> (agent name, totals)."""
+        with self._lock:
+            return {task: (name, AgentTotals(**vars(t))) for task, (name, t) in self._tasks.items()}
+
     def total(self) -> AgentTotals:
-        """Calls and tokens of all agents together."""
+        """Calls and tokens of all agents together, async subagent tasks included."""
         overall = AgentTotals()
-        for totals in self.totals().values():
+        tasks = [totals for _, totals in self.task_totals().values()]
+        for totals in [*self.totals().values(), *tasks]:
             overall.calls += totals.calls
             overall.input_tokens += totals.input_tokens
             overall.output_tokens += totals.output_tokens
@@ -101,10 +143,13 @@ class AgentUsage(BaseCallbackHandler):
     def report(self) -> str:
         """A plain-text table: model calls and tokens per agent, then the total.
 
-        Agents are listed in the order they first called a model.
+        Agents are listed in the order they first called a model, then the async
+        subagent tasks (`name [task id]`) in the order they were recorded.
         """
         rows = [(name, t.calls, t.input_tokens, t.output_tokens, t.total_tokens)
                 for name, t in self.totals().items()]
+        rows += [(f"{name} [{task_id}]", t.calls, t.input_tokens, t.output_tokens,
+                  t.total_tokens) for task_id, (name, t) in self.task_totals().items()]
         overall = self.total()
         rows.append(("total", overall.calls, overall.input_tokens, overall.output_tokens,
                      overall.total_tokens))
@@ -117,3 +162,42 @@ class AgentUsage(BaseCallbackHandler):
             lines.append(f"{name:<{width}}  {calls:>5}  {tokens_in:>9,}  {tokens_out:>9,}  "
                          f"{tokens:>9,}")
         return "\n".join(lines)
+
+
+def task_usage(thread: Mapping[str, Any]) -> AgentTotals | None:
+    """What an async subagent's thread (as the server returns it) says its runs used."""
+    recorded = (thread.get("metadata") or {}).get(TASK_USAGE_KEY)
+    if not isinstance(recorded, Mapping):
+        return None
+    return AgentTotals(
+        calls=int(recorded.get("calls", 0)),
+        input_tokens=int(recorded.get("input_tokens", 0)),
+        output_tokens=int(recorded.get("output_tokens", 0)),
+    )
+
+
+async def collect_async_usage(
+    usage: AgentUsage,
+    tasks: Mapping[str, Mapping[str, Any]],
+    client: LangGraphClient | Callable[[Mapping[str, Any]], LangGraphClient],
+) -> list[str]:
+    """Add each async subagent task's calls and tokens to `usage`, by task id.
+
+    `tasks` is a supervisor's `async_tasks` state (task id -> record with `thread_id` and
+    `agent_name`). `client` reaches the server the tasks run on, or is a function giving
+    the client for a task (tasks may run on several servers). Returns the ids of the
+    tasks whose threads could not be read (gone, or the server is down); a task that has
+    not finished a run yet counts as zero.
+    """
+    unread: list[str] = []
+    for task_id, task in tasks.items():
+        task_client = client(task) if callable(client) else client
+        try:
+            thread = await task_client.threads.get(str(task.get("thread_id") or task_id))
+        except Exception as error:  # the SDK raises untyped errors
+            logger.warning("could not read the usage of async task %s: %s", task_id, error)
+            unread.append(task_id)
+            continue
+        totals = task_usage(thread) or AgentTotals()
+        usage.record_task(task_id, str(task.get("agent_name") or "async task"), totals)
+    return unread

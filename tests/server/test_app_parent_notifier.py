@@ -16,13 +16,13 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.types import interrupt
 from langgraph_sdk.client import LangGraphClient
+from tests.server.app_support import GatedGraph
+from tests.server.support import eventually
 
 from fathom import create_deep_agent
 from fathom.middleware.parent_notifier import NOTIFICATION_KEY, USAGE_METADATA_KEY
 from fathom.server import create_app, in_process_client
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
-from tests.server.app_support import GatedGraph
-from tests.server.support import eventually
 
 NOTIFIER_LOGGER = "fathom.middleware.parent_notifier"
 
@@ -218,13 +218,39 @@ async def test_child_run_records_its_model_calls_and_tokens_on_its_thread() -> N
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
 
 
-async def test_run_without_parent_reference_wakes_nobody() -> None:
-    world = World()
-    parent = await world.parent()
-    thread = await world.client.threads.create()
-    run = await world.client.runs.create(
-        thread["thread_id"], "researcher", input={"messages": [{"role": "user", "content": "x"}]}
+def _delegate_then_answer(request: ScriptRequest) -> Any:
+    if request.last_human_text == "look it up":  # the sync subagent's own task
+        return "sub-answer"
+    if not request.turn_results:
+        return ai("", tool_call("task", {"description": "look it up",
+                                         "subagent_type": "general-purpose"}))
+    return "final answer"
+
+
+async def test_nested_sync_subagent_neither_notifies_nor_escapes_the_usage_count() -> None:
+    model = ScriptedModel(policy=_delegate_then_answer)
+    supervisor = ScriptedModel(policy=lambda req: "noted")
+    app = create_app({
+        "supervisor": create_deep_agent(supervisor, name="supervisor"),
+        "delegator": create_deep_agent(model, name="delegator"),
+    })
+    client = in_process_client(app)
+    parent = (await client.threads.create(metadata={"graph_id": "supervisor"}))["thread_id"]
+    child = (await client.threads.create(metadata={"subagent_name": "delegator"}))["thread_id"]
+    await client.runs.create(
+        child, "delegator", input={"messages": [{"role": "user", "content": "please work"}]},
+        config={"configurable": {"deepagents_parent": {"thread_id": parent,
+                                                       "assistant_id": "supervisor"}}},
     )
-    await world.client.runs.join(thread["thread_id"], run["run_id"])
-    assert await world.notification_runs(parent) == []
-    assert USAGE_METADATA_KEY not in (await world.client.threads.get(thread["thread_id"]))["metadata"]
+
+    async def woken() -> bool:
+        runs = await client.runs.list(parent)
+        return bool(runs) and all(r["status"] == "success" for r in runs)
+
+    await eventually(woken, "the parent to be woken")
+    values = (await client.threads.get_state(parent))["values"]
+    note = _notification(values)  # exactly one: the nested agent did not report
+    assert "final answer" in _text(note)
+    assert len(await client.runs.list(parent)) == 1
+    usage = (await client.threads.get(child))["metadata"][USAGE_METADATA_KEY]
+    assert usage["calls"] == len(model.requests) == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
@@ -83,3 +84,20 @@ async def test_interrupt_then_resume_with_command() -> None:
     out = await client.runs.wait(thread["thread_id"], "ask", command={"resume": "yes"})
     assert out == {"x": 1, "answer": "yes"}
     assert (await client.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+async def test_a_run_sees_its_threads_metadata_in_its_config() -> None:
+    def whoami(state: State, config: RunnableConfig) -> State:
+        meta = config.get("metadata") or {}
+        return {"answer": f"{meta.get('parent_thread_id')}/{meta.get('owner')}"}
+
+    g = StateGraph(State)
+    g.add_node("whoami", whoami)
+    g.add_edge(START, "whoami")
+    g.add_edge("whoami", END)
+    client = in_process_client(create_app({"who": g.compile()}))
+    thread = await client.threads.create(metadata={"parent_thread_id": "p-1", "owner": "thread"})
+    out = await client.runs.wait(
+        thread["thread_id"], "who", input={"x": 0}, metadata={"owner": "run"}
+    )
+    assert out["answer"] == "p-1/run"

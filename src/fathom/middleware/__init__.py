@@ -1,5 +1,6 @@
 """Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
 
+from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
@@ -15,6 +16,7 @@ from fathom.middleware.summarization import (
 )
 
 __all__ = [
+    "AsyncSubAgentMiddleware",
     "ExecuteMiddleware",
     "FilesystemMiddleware",
     "HumanInTheLoopMiddleware",

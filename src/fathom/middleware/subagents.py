@@ -30,6 +30,8 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from fathom.middleware.async_tasks import ASYNC_SUBAGENT_KEYS as _ASYNC_KEYS
+from fathom.middleware.async_tasks import validate_async_subagents
 from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.subagent_status import (
     SubagentFailureTransformer,
@@ -133,7 +135,7 @@ SUBAGENT_KEYS = frozenset({
 COMPILED_SUBAGENT_KEYS = frozenset({"name", "description", "runnable", "mode"})
 """The keys a `CompiledSubAgent` spec may have."""
 
-ASYNC_SUBAGENT_KEYS = frozenset({"name", "description", "graph_id", "url", "headers"})
+ASYNC_SUBAGENT_KEYS = _ASYNC_KEYS
 """The keys of an async (remote, background) subagent spec, recognised by `graph_id`."""
 
 SUBAGENT_MODES = ("isolated", "fork")
@@ -160,8 +162,9 @@ def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
         )
     label = repr(spec.get("name", "?"))
     if "graph_id" in spec:
-        kind, allowed = "async subagent spec", ASYNC_SUBAGENT_KEYS
-    elif "runnable" in spec:
+        validate_async_subagents([spec])  # an `AsyncSubAgent`, for AsyncSubAgentMiddleware
+        return
+    if "runnable" in spec:
         kind, allowed = "CompiledSubAgent", COMPILED_SUBAGENT_KEYS
     else:
         kind, allowed = "SubAgent", SUBAGENT_KEYS
@@ -170,13 +173,6 @@ def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
         raise ValueError(
             f"{kind} {label} has unknown key(s) {unknown}; the allowed keys are "
             f"{sorted(allowed)}."
-        )
-    if "graph_id" in spec:
-        raise ValueError(
-            f"Subagent {label} has a 'graph_id', which makes it an async (remote, background) "
-            "subagent; fathom does not support async subagents yet. Remove 'graph_id' (and "
-            "'url' / 'headers') to run it as a local SubAgent with a 'system_prompt', or "
-            "pass a CompiledSubAgent with a 'runnable'."
         )
     for key in ("name", "description"):
         if not isinstance(spec.get(key), str) or not spec[key]:

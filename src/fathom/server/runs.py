@@ -141,7 +141,21 @@ async def start_run(
             raise NotFound(f"Thread with ID {thread_id} not found")
         run = await _parse(server, body, thread_id, temporary=False)
         thread = existing or await server.records.new_thread(thread_id, None)
+    _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
+
+
+def _inherit_thread_metadata(run: dict[str, Any], thread: dict[str, Any]) -> None:
+    """Put the thread's metadata under the run's config metadata, as langgraph-api does.
+
+    A graph reads who launched its thread (an async subagent's `parent_thread_id`, say) from
+    its run config's metadata; the run's own metadata keys win.
+    """
+    inherited = thread.get("metadata") or {}
+    if not inherited:
+        return
+    config = run["kwargs"]["config"]
+    config["metadata"] = {**inherited, **(config.get("metadata") or {})}
 
 
 def _location(run: dict[str, Any], stateless: bool) -> str:
