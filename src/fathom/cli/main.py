@@ -3,7 +3,10 @@
     fathom                      talk to the agent (new thread; --resume continues the last)
     fathom run "task" [--json]  one task, then exit (non-zero on failure or pending approval)
     fathom threads              list this project's threads
-    fathom demo                 an offline end-to-end run with a scripted model
+    fathom tasks --thread ID    a supervisor thread's async subagent tasks, live from the
+                                server (--open TASK shows one child thread)
+    fathom demo [--server]      an offline end-to-end run with a scripted model (--server:
+                                over HTTP, through `fathom serve`)
     fathom serve                serve a langgraph.json's graphs over the Agent Protocol
 
 Only the standard library is imported at start-up, so `fathom --help` is quick.
@@ -66,10 +69,29 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the final state as JSON")
     threads = commands.add_parser("threads", help="list this project's threads")
     threads.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR")
+    _tasks_parser(commands)
     demo = commands.add_parser("demo", help="an offline end-to-end run (scripted model)")
     demo.add_argument("--plain", action="store_true", default=argparse.SUPPRESS)
+    demo.add_argument("--server", action="store_true",
+                      help="instead: serve a deep agent with `fathom serve` and stream one run "
+                      "over HTTP with the LangGraph SDK")
     _serve_parser(commands)
     return parser
+
+
+def _tasks_parser(commands: Any) -> None:
+    tasks = commands.add_parser(
+        "tasks", help="a supervisor thread's async subagent tasks and their live status",
+        description="List the async subagent tasks a supervisor thread launched (its "
+        "async_tasks), each with its status as the server reports it now; --open shows one "
+        "child thread's conversation and what it waits for.",
+    )  # fmt: skip
+    tasks.add_argument("--thread", required=True, metavar="ID",
+                       help="the supervisor's thread on the server")
+    tasks.add_argument("--server", metavar="URL",
+                       help="the server (default: $FATHOM_SERVER, else http://127.0.0.1:2024)")
+    tasks.add_argument("--open", metavar="TASK",
+                       help="show this task's child thread (a unique prefix of its id will do)")
 
 
 def _serve_parser(commands: Any) -> None:
@@ -274,7 +296,55 @@ def _threads_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-HELP = "commands: /threads  /new (start a new thread)  /exit (or Ctrl-D).  Ctrl-C stops a run."
+def _tasks_command(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from fathom.cli.tasks import (
+        TaskLookupError,
+        server_async_tasks,
+        server_client,
+        tasks_report,
+    )
+
+    client = server_client(args.server)
+    where = str(client.http.client.base_url)
+
+    async def report() -> str:
+        tasks = await server_async_tasks(client, args.thread)
+        return await tasks_report(client, tasks, args.open)
+
+    try:
+        text = asyncio.run(report())
+    except TaskLookupError as error:
+        return _fail(str(error))
+    except Exception as error:  # the SDK raises untyped errors: say what failed, plainly
+        if getattr(getattr(error, "response", None), "status_code", None) == 404:
+            return _fail(f"thread {args.thread} was not found on {where}", EXIT_FAILED)
+        return _fail(f"cannot read thread {args.thread} from {where}: {error}", EXIT_FAILED)
+    print(text)
+    return EXIT_OK
+
+
+def _local_tasks(session: Any, thread_id: str, ref: str) -> None:
+    """`/tasks [TASK]`: this thread's async tasks, refreshed from `$FATHOM_SERVER`."""
+    import asyncio
+
+    from fathom.cli.tasks import TaskLookupError, local_async_tasks, server_client, tasks_report
+
+    async def report() -> str:
+        tasks = await local_async_tasks(session.db_path, thread_id)
+        if not tasks:
+            return "no async tasks on this thread"
+        return await tasks_report(server_client(None), tasks, ref or None)
+
+    try:
+        print(asyncio.run(report()))
+    except TaskLookupError as error:
+        print(error)
+
+
+HELP = ("commands: /threads  /tasks [TASK] (async subagent tasks)  /new (start a new thread)  "
+        "/exit (or Ctrl-D).  Ctrl-C stops a run.")
 
 
 class NoTerminalForApproval(Exception):
@@ -359,6 +429,9 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
         if text == "/threads":
             _threads_command(args)
             continue
+        if text == "/tasks" or text.startswith("/tasks "):
+            _local_tasks(session, thread_id, text.removeprefix("/tasks").strip())
+            continue
         if text == "/new":
             thread_id = session.threads.new_thread_id()
             print(f"new thread {thread_id}")
@@ -376,6 +449,10 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
 
 
 def _demo_command(args: argparse.Namespace) -> int:
+    if args.server:
+        from fathom.cli.demo_server import run_server_demo
+
+        return run_server_demo()
     from fathom.cli.demo import run_demo
 
     return run_demo(plain=bool(_option(args, "plain")))
@@ -401,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_command(args)
     if args.command == "threads":
         return _threads_command(args)
+    if args.command == "tasks":
+        return _tasks_command(args)
     if args.command == "demo":
         return _demo_command(args)
     if args.command == "serve":
