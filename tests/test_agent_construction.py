@@ -276,3 +276,8 @@ def test_before_agent_state_update_from_custom_middleware_is_applied_per_thread(
     agent.invoke(USER, a)
     assert agent.invoke(USER, a)["runs"] == 2
     assert agent.invoke(USER, {"configurable": {"thread_id": "b"}})["runs"] == 1
+
+
+def test_the_parent_notifier_adds_no_node_to_the_graph():
+    agent = create_deep_agent(ScriptedModel(responses=[]))
+    assert not [node for node in agent.get_graph().nodes if "ParentNotifier" in node]

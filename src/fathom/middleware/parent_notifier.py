@@ -55,7 +55,6 @@ from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from fathom.middleware.async_tasks import NOTIFICATION_KEY, final_blocks, update_message
@@ -262,11 +261,9 @@ class ParentNotifierMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Added by `create_deep_agent` to every deep agent; inert for runs without a parent
     reference. Also counts the run's model calls and tokens for the parent's usage report.
+    It only wraps model and tool calls (the first one starts watching the run), so it adds
+    no node to the graph and no step to a run.
     """
-
-    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Pass through: servers run agents on the async path, where reporting happens."""
-        return None
 
     def wrap_model_call(
         self,
@@ -281,13 +278,6 @@ class ParentNotifierMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Any:
         """Pass through (sync path)."""
         return handler(request)
-
-    async def abefore_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Start watching this run when a parent launched it."""
-        _record_for(runtime.context)
-        return None
 
     async def awrap_model_call(
         self,
@@ -319,12 +309,12 @@ class ParentNotifierMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[Any]],
     ) -> Any:
         """Remember the type of an exception that escapes a tool (it fails the run)."""
+        record = _record_for(request.runtime.context)
         try:
             return await handler(request)
         except GraphInterrupt:
             raise
         except Exception as error:
-            record = _record_for(request.runtime.context)
             if record is not None:
                 record.failure = record.failure or type(error).__name__
             raise
