@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 # `fathom serve`. It loads the scripted graphs of tests/server/deploy, which import fathom.
 LGDEV_VENV := benchmarks/.venv-langgraph-dev
 LGDEV_STAMP := $(LGDEV_VENV)/.installed
+# The reference implementation (deepagents) in its own environment: the benchmarks compare
+# against it, and tests/test_async_interop_reference.py runs its async subagents against fathom.
+REF_VENV := benchmarks/.venv-deepagents
+REF_STAMP := $(REF_VENV)/.installed
 
 .PHONY: test demo lint typecheck clean bench
 
@@ -17,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e '.[dev,openai,anthropic]'
 	touch $(STAMP)
 
-test: $(STAMP) $(LGDEV_STAMP)
+test: $(STAMP) $(LGDEV_STAMP) $(REF_STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/basedpyright
 	$(BIN)/pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
@@ -35,12 +39,9 @@ typecheck: $(STAMP)
 
 # Benchmarks: fathom runs in .venv; the reference implementation (deepagents) runs in its own
 # environment, created once. benchmarks/bench.py lists the two-sided benchmarks it runs.
-REF_VENV := benchmarks/.venv-deepagents
-REF_STAMP := $(REF_VENV)/.installed
-
 $(REF_STAMP):
 	$(PYTHON) -m venv $(REF_VENV)
-	$(REF_VENV)/bin/pip install -q deepagents==0.7.32 langgraph-checkpoint-sqlite
+	$(REF_VENV)/bin/pip install -q 'deepagents[quickjs]==0.7.32' langgraph-checkpoint-sqlite
 	touch $(REF_STAMP)
 
 $(LGDEV_STAMP): pyproject.toml
