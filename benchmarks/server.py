@@ -6,7 +6,9 @@ repository), serving the same scripted graph (`server_deploy/graphs.py:agent`: a
 agent whose scripted model echoes the user, one model call per run):
 
 * `fathom serve --config langgraph.json --port P --jobs J` (its default storage: SQLite files
-  under the copy's `.fathom/`);
+  under the copy's `.fathom/`, durable);
+* "fathom (memory)": the same with `--database memory` (nothing survives a restart), which
+  is `langgraph dev`'s trade-off, so this side compares like with like;
 * `langgraph dev --no-browser --no-reload --port P --n-jobs-per-worker J --config
   langgraph.json` with `LANGGRAPH_CLI_NO_ANALYTICS=1` (langgraph-cli[inmem] 0.4.40 in its own
   environment, `benchmarks/.venv-langgraph-dev`, or the binary `FATHOM_LANGGRAPH_DEV` names;
@@ -27,8 +29,8 @@ over HTTP, in this process. Per server:
 5. server RSS: the sum of `VmRSS` over the server's process tree, after the load.
 
 Every run's reply is checked (`echo: <the text sent>`); a wrong or missing reply fails the
-benchmark. The driver prints a table with fathom / langgraph dev for each figure and writes
-`benchmarks/results/server.json`. `collect()` gives `bench.py` its rows, with langgraph dev's
+benchmark. The driver prints a table per fathom side with fathom / langgraph dev for each figure and
+writes `benchmarks/results/server.json`. `collect()` gives `bench.py` its rows, with langgraph dev's
 figures in the reference column.
 
     .venv/bin/python benchmarks/server.py [--sequential 200] [--concurrent 400] [--clients 32]
@@ -63,7 +65,10 @@ DEPLOY_DIR = Path(__file__).resolve().parent / "server_deploy"
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "server.json"
 LANGGRAPH_DEV_VENV = REPO_ROOT / "benchmarks" / ".venv-langgraph-dev"
 GRAPH = "agent"
-KINDS = ("fathom", "langgraph dev")
+FATHOM_MEMORY = "fathom (memory)"
+KINDS = ("fathom", FATHOM_MEMORY, "langgraph dev")
+FATHOM_SIDES = {"fathom": "SQLite (durable)", FATHOM_MEMORY: "memory (not durable)"}
+"""Each fathom side and the storage it runs on."""
 START_DEADLINE_S = 120.0
 """Bounds a hang while a server starts; a healthy one answers `/ok` within seconds."""
 
@@ -106,9 +111,10 @@ def langgraph_dev_binary() -> Path | None:
 
 def server_command(kind: str, config: Path, port: int, jobs: int) -> list[str]:
     """The command line that starts `kind` on `port` with `jobs` run slots."""
-    if kind == "fathom":
+    if kind in FATHOM_SIDES:
+        storage = ["--database", "memory"] if kind == FATHOM_MEMORY else []
         return [str(fathom_binary()), "serve", "--config", str(config), "--port", str(port),
-                "--jobs", str(jobs)]  # fmt: skip
+                *storage, "--jobs", str(jobs)]  # fmt: skip
     binary = langgraph_dev_binary()
     if binary is None:
         raise RuntimeError("no langgraph dev: create benchmarks/.venv-langgraph-dev "
@@ -340,7 +346,7 @@ def run_side(kind: str, settings: Settings) -> dict[str, Any]:
     row = {"kind": kind, "command": server.command(), "jobs": settings.jobs,
            "start_s": start_s, "idle_rss_mib": idle_rss, **figures}  # fmt: skip
     print(
-        f"  {kind:<13} p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+        f"  {kind:<15} p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
         f"{row['runs_per_s']:.1f} runs/s ({settings.clients} clients), first SSE event "
         f"{row['first_event_p50_ms']:.1f} ms, RSS {row['rss_mib']:.0f} MiB "
         f"(idle {idle_rss:.0f}), started in {start_s:.1f} s",
@@ -379,25 +385,39 @@ p50 latency."""
 
 
 def rows_from(results: dict[str, dict[str, Any]], settings: Settings) -> list[Row]:
-    """`bench.py` rows: fathom, and langgraph dev in the reference column."""
-    fathom, ref = results.get("fathom"), results.get("langgraph dev")
-    note = (f"same scripted deep agent; {settings.sequential} sequential runs, "
-            f"{settings.concurrent} concurrent, {settings.streams} streams; jobs "
-            f"{settings.jobs} both; reference column: langgraph dev (in-memory), fathom on "
-            "SQLite")  # fmt: skip
-    if ref is None:
-        note += "; langgraph dev not installed"
-    return [
-        Row(SECTION, metric.format(clients=settings.clients), unit,
-            None if fathom is None else fathom[key], None if ref is None else ref[key],
-            better="higher" if better == "higher" else "lower", note=note)
-        for key, metric, unit, better in METRICS
-    ]
+    """`bench.py` rows: each fathom side measured, and langgraph dev in the reference column.
+
+    The durable SQLite side's rows come first, under the plain metric names; the memory
+    side's rows (when measured) follow, their metric names ending in `(fathom on memory)`.
+    """
+    ref = results.get("langgraph dev")
+    rows: list[Row] = []
+    for kind in FATHOM_SIDES:
+        fathom = results.get(kind)
+        if kind != "fathom" and fathom is None:
+            continue
+        note = (f"same scripted deep agent; {settings.sequential} sequential runs, "
+                f"{settings.concurrent} concurrent, {settings.streams} streams; jobs "
+                f"{settings.jobs} both; reference column: langgraph dev (in-memory), fathom on "
+                f"{FATHOM_SIDES[kind]}")  # fmt: skip
+        if ref is None:
+            note += "; langgraph dev not installed"
+        suffix = "" if kind == "fathom" else " (fathom on memory)"
+        rows += [
+            Row(SECTION, metric.format(clients=settings.clients) + suffix, unit,
+                None if fathom is None else fathom[key], None if ref is None else ref[key],
+                better="higher" if better == "higher" else "lower", note=note)
+            for key, metric, unit, better in METRICS
+        ]  # fmt: skip
+    return rows
 
 
-def table(results: dict[str, dict[str, Any]], settings: Settings) -> list[list[str]]:
-    """The printed rows: metric, unit, both sides, fathom / langgraph dev, goal."""
-    fathom, ref = results.get("fathom"), results.get("langgraph dev")
+def table(
+    results: dict[str, dict[str, Any]], settings: Settings, kind: str = "fathom"
+) -> list[list[str]]:
+    """The printed rows for the fathom side `kind`: metric, unit, both sides,
+    fathom / langgraph dev, goal."""
+    fathom, ref = results.get(kind), results.get("langgraph dev")
     printed = []
     for key, metric, unit, _ in METRICS:
         mine = None if fathom is None else fathom[key]
@@ -415,6 +435,12 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> list[list[s
     return printed
 
 
+def _ratios(results: dict[str, dict[str, Any]], kind: str) -> dict[str, float]:
+    if kind not in results or "langgraph dev" not in results:
+        return {}
+    return {key: results[kind][key] / results["langgraph dev"][key] for key, *_ in METRICS}
+
+
 def write_results(results: dict[str, dict[str, Any]], settings: Settings, seconds: float,
                   path: Path = RESULTS_PATH) -> Path:
     """The settings, versions, load average and per-server figures as JSON at `path`."""
@@ -428,11 +454,8 @@ def write_results(results: dict[str, dict[str, Any]], settings: Settings, second
         "settings": settings.__dict__,
         "seconds": round(seconds, 1),
         "results": results,
-        "fathom_over_langgraph_dev": {
-            key: results["fathom"][key] / results["langgraph dev"][key]
-            for key, *_ in METRICS
-            if "fathom" in results and "langgraph dev" in results
-        },
+        "fathom_over_langgraph_dev": _ratios(results, "fathom"),
+        "fathom_memory_over_langgraph_dev": _ratios(results, FATHOM_MEMORY),
     }
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
@@ -472,13 +495,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     seconds = time.perf_counter() - started
     path = write_results(results, settings, seconds, args.out)
-    print_table(
-        f"fathom serve vs langgraph dev, same scripted graph, jobs {settings.jobs} each",
-        ["metric", "unit", "fathom", "langgraph dev", "fathom / langgraph dev", "goal"],
-        table(results, settings),
-        f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on "
-        f"{os.cpu_count()} cores",
-    )
+    for kind, storage in FATHOM_SIDES.items():
+        if kind not in results:
+            continue
+        print_table(
+            f"fathom serve on {storage} vs langgraph dev, same scripted graph, jobs "
+            f"{settings.jobs} each",
+            ["metric", "unit", kind, "langgraph dev", f"{kind} / langgraph dev", "goal"],
+            table(results, settings, kind),
+            f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on "
+            f"{os.cpu_count()} cores",
+        )
     print(f"wrote {path} in {seconds:.0f} s")
     return 0
 

@@ -127,7 +127,8 @@ def test_both_servers_when_langgraph_dev_is_installed(server: ModuleType, tiny: 
     if server.langgraph_dev_binary() is None:
         pytest.skip("langgraph dev not installed (benchmarks/.venv-langgraph-dev)")
     results = server.run_all(tiny)
-    assert set(results) == {"fathom", "langgraph dev"}
+    assert set(results) == {"fathom", "fathom (memory)", "langgraph dev"}
+    assert results["fathom (memory)"]["command"][-4:] == ["--database", "memory", "--jobs", "2"]
     ref = results["langgraph dev"]
     assert ref["command"][1] == "dev" and "--n-jobs-per-worker" in ref["command"]
     assert ref["p50_ms"] > 0 and ref["runs_per_s"] > 0 and ref["rss_mib"] > 20

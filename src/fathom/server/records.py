@@ -4,16 +4,24 @@ Records live under the reserved namespace prefix ``("fathom_server", ...)``, so 
 SQLite and Postgres stores all keep them with no extra tables, and a new server opened on the
 same storage sees every thread and run. The ``/store/*`` routes refuse and hide that prefix.
 Thread *values* are not copied here: they are read from the checkpointer when asked for.
+
+Each server is the only writer of its records, so recently used thread records are also kept
+in memory (a bounded cache, written through to the store): reading a thread does not go back to
+the store. Several records written together (a run and its thread) go in one store batch,
+which the SQL stores commit as one transaction. Records never expire, whatever default TTL the
+store has: a thread's record lives as long as its checkpoints.
 """
 
 from __future__ import annotations
 
+import copy
 import uuid
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 __all__ = ["RESERVED_PREFIX", "RecordStore", "now_iso"]
 
@@ -22,6 +30,7 @@ _THREADS = (RESERVED_PREFIX, "threads")
 _RUNS = (RESERVED_PREFIX, "runs")
 _ASSISTANTS = (RESERVED_PREFIX, "assistants")
 _PAGE = 1000
+_CACHED_THREADS = 4096
 
 
 def now_iso() -> str:
@@ -34,6 +43,26 @@ class RecordStore:
 
     def __init__(self, store: BaseStore) -> None:
         self.store = store
+        self._threads: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def _remember(self, thread: dict[str, Any]) -> None:
+        self._threads[thread["thread_id"]] = copy.deepcopy(thread)
+        self._threads.move_to_end(thread["thread_id"])
+        while len(self._threads) > _CACHED_THREADS:
+            self._threads.popitem(last=False)
+
+    async def put_many(
+        self, threads: Sequence[dict[str, Any]] = (), runs: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Write thread and run records in one store batch (one transaction on SQL stores)."""
+        stamp = now_iso()
+        ops = [PutOp(_THREADS, t["thread_id"], t, index=False, ttl=None) for t in threads]
+        for run in runs:
+            run["updated_at"] = stamp
+            ops.append(PutOp(_RUNS, run["run_id"], run, index=False, ttl=None))
+        await self.store.abatch(ops)
+        for thread in threads:
+            self._remember(thread)
 
     async def _all(
         self, namespace: tuple[str, ...], flt: Mapping[str, Any] | None
@@ -51,11 +80,20 @@ class RecordStore:
 
     # threads
     async def get_thread(self, thread_id: str) -> dict[str, Any] | None:
+        """A copy of the thread record (the caller may change it), or None."""
+        cached = self._threads.get(thread_id)
+        if cached is not None:
+            self._threads.move_to_end(thread_id)
+            return copy.deepcopy(cached)
         item = await self.store.aget(_THREADS, thread_id)
-        return dict(item.value) if item else None
+        if item is None:
+            return None
+        thread = dict(item.value)
+        self._remember(thread)
+        return thread
 
     async def put_thread(self, thread: dict[str, Any]) -> dict[str, Any]:
-        await self.store.aput(_THREADS, thread["thread_id"], thread, index=False)
+        await self.put_many(threads=[thread])
         return thread
 
     async def new_thread(
@@ -75,9 +113,11 @@ class RecordStore:
         return await self.put_thread(thread)
 
     async def delete_thread(self, thread_id: str) -> None:
-        await self.store.adelete(_THREADS, thread_id)
-        for run in await self.list_runs(thread_id):
-            await self.store.adelete(_RUNS, run["run_id"])
+        """Delete the thread's record and its runs' records, in one store batch."""
+        self._threads.pop(thread_id, None)
+        runs = await self.list_runs(thread_id)
+        ops = [PutOp(_THREADS, thread_id, None), *(PutOp(_RUNS, r["run_id"], None) for r in runs)]
+        await self.store.abatch(ops)
 
     async def list_threads(self) -> list[dict[str, Any]]:
         return await self._all(_THREADS, None)
@@ -105,8 +145,7 @@ class RecordStore:
         return dict(item.value) if item else None
 
     async def put_run(self, run: dict[str, Any]) -> dict[str, Any]:
-        run["updated_at"] = now_iso()
-        await self.store.aput(_RUNS, run["run_id"], run, index=False)
+        await self.put_many(runs=[run])
         return run
 
     async def delete_run(self, run_id: str) -> None:

@@ -1,9 +1,9 @@
 """`fathom serve`: run the graphs of a `langgraph.json` as an Agent Protocol server.
 
 It loads the deployment file, opens the storage (SQLite under the project's `.fathom/` unless
-`--database` names a PostgreSQL), builds the app with `fathom.server.create_app`, and serves it
-with uvicorn, whose signal handling stops it cleanly on Ctrl-C or SIGTERM. The project is the
-deployment file's folder.
+`--database` names a PostgreSQL, or `memory`: nothing survives a restart), builds the app with
+`fathom.server.create_app`, and serves it with uvicorn, whose signal handling stops it cleanly
+on Ctrl-C or SIGTERM. The project is the deployment file's folder.
 
 Security by default: the server binds to loopback (127.0.0.1), where no key is needed. Binding to
 any other address needs an API key (`--api-key` or `FATHOM_API_KEY`), which clients then send as
@@ -62,6 +62,8 @@ class ServeOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     log_level: str = "info"
     access_log: bool = False
+    open_browser: bool = False
+    """Open the web page (`/`) in the default browser once the server listens."""
     out: TextIO | None = field(default=None, repr=False)
     """Where the start-up line goes; None: standard output."""
 
@@ -104,6 +106,15 @@ def _url(server: Any, host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def _open_page(url: str) -> None:
+    """Open the web page in the default browser (`webbrowser`); say so when none opens."""
+    import webbrowser
+
+    page = url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:") + "/"
+    if not webbrowser.open(page):
+        logger.warning("no browser could be opened; visit %s", page)
+
+
 async def serve(options: ServeOptions) -> None:
     """Load, open, build and serve until uvicorn is told to stop.
 
@@ -115,7 +126,7 @@ async def serve(options: ServeOptions) -> None:
 
     from fathom.server.app import create_app
     from fathom.server.deployment import load_deployment
-    from fathom.server.storage import open_storage
+    from fathom.server.storage import MEMORY, open_storage
 
     deployment = load_deployment(config_path)
     for line in deployment.ignored:
@@ -146,6 +157,12 @@ async def serve(options: ServeOptions) -> None:
                   f"{', '.join(deployment.graphs)} · storage: {storage.description} · "
                   f"{options.jobs} jobs · {key}",
                   file=options.out or sys.stdout, flush=True)  # fmt: skip
+            if options.open_browser:
+                await asyncio.to_thread(_open_page, _url(server, options.host, options.port))
+            if options.database == MEMORY:
+                print("fathom serve: --database memory: threads, runs, checkpoints and store "
+                      "items live in this process only; nothing survives a restart",
+                      file=options.out or sys.stdout, flush=True)  # fmt: skip
         await task
         if not server.started:
             raise ServeError(f"the server could not listen on {options.host}:{options.port} "

@@ -5,6 +5,18 @@
 "postgresql://...", ...)` uses LangGraph's Postgres checkpointer (on a connection pool, so
 concurrent runs do not queue behind one connection) and store, and creates their tables. Both
 are durable: a server restarted on the same storage finds its threads, checkpoints and items.
+`open_storage("memory", ...)` keeps everything in this process (LangGraph's `InMemorySaver` and
+`InMemoryStore`), as `langgraph dev` does: the fastest, and nothing survives a restart.
+
+Both SQLite files use write-ahead logging with `synchronous=NORMAL` (SQLite's recommended
+setting for WAL, https://www.sqlite.org/pragma.html#pragma_synchronous): a commit appends to
+the WAL file without waiting for the disk, and the WAL is synced to disk at each checkpoint of
+the WAL into the database. The database is never corrupted. A crash of the server process
+(kill -9 included) loses nothing committed, because committed pages are already in the
+operating system's file cache; a power loss or an operating-system crash can roll back the
+last transactions committed before it (the last checkpoints and records), leaving an older,
+consistent state. `synchronous=FULL` would sync on every commit, at a cost on every
+checkpoint a run writes.
 
 The store's `index` (semantic search) and `ttl` settings, e.g. from `langgraph.json`, are given
 to the store; with `ttl.sweep_interval_minutes` the store's expiry sweeper runs while storage
@@ -26,6 +38,7 @@ from langgraph.store.base import BaseStore
 
 __all__ = [
     "CHECKPOINTS_FILE",
+    "MEMORY",
     "STORE_FILE",
     "Storage",
     "StorageError",
@@ -35,6 +48,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+MEMORY = "memory"
+"""The `--database` value for in-process, non-durable storage."""
+MEMORY_DESCRIPTION = "memory (nothing survives a restart)"
 CHECKPOINTS_FILE = "server-checkpoints.sqlite"
 STORE_FILE = "server-store.sqlite"
 
@@ -84,10 +100,22 @@ async def _sqlite(stack: AsyncExitStack, state_dir: Path, index: Any, ttl: Any) 
         AsyncSqliteStore.from_conn_string(items, index=index, ttl=ttl))  # fmt: skip
     for conn in (saver.conn, store.conn):
         # WAL lets readers run while a run writes; the files are only this server's.
+        # NORMAL: no disk sync per commit (see the module docstring for what that risks).
         await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
     await saver.setup()
     await store.setup()
     return Storage(saver, store, f"SQLite in {state_dir}")
+
+
+def _memory(index: Any, ttl: Any) -> Storage:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    if ttl:
+        logger.warning("store.ttl is ignored with --database memory: items live until the "
+                       "server stops")  # fmt: skip
+    return Storage(InMemorySaver(), InMemoryStore(index=index), MEMORY_DESCRIPTION)
 
 
 async def _postgres(stack: AsyncExitStack, url: str, index: Any, ttl: Any) -> Storage:
@@ -128,7 +156,8 @@ async def open_storage(
     """Open the checkpointer and store, create their tables, and close them on exit.
 
     `database`: None or `sqlite` for SQLite files under `state_dir`, `sqlite:///DIR` for SQLite
-    files in the folder DIR, or a `postgresql://` (`postgres://`) URL. Anything else raises
+    files in the folder DIR, a `postgresql://` (`postgres://`) URL, or `memory` for in-process
+    storage that a restart loses (`state_dir` is then unused). Anything else raises
     `StorageError`.
     """
     index_config = dict(index) if index else None
@@ -141,10 +170,14 @@ async def open_storage(
             storage = await _sqlite(stack, folder, index_config, ttl_config)
         elif database.startswith(("postgresql://", "postgres://")):
             storage = await _postgres(stack, database, index_config, ttl_config)
+        elif database == MEMORY:
+            storage = _memory(index_config, ttl_config)
+            ttl_config = None
         else:
             raise StorageError(
                 f"unsupported --database {_redacted(database)!r}: give a postgresql://user@host/db "
-                "URL, or leave it out for SQLite files under .fathom/")  # fmt: skip
+                "URL, 'memory' for storage that a restart loses, or leave it out for SQLite "
+                "files under .fathom/")  # fmt: skip
         sweep = (ttl_config or {}).get("sweep_interval_minutes")
         if sweep:
             store: Any = storage.store  # both LangGraph stores have the sweeper; BaseStore does not

@@ -17,6 +17,12 @@
 * **Cancellation** cancels the run's asyncio task, so the graph's running node sees
   ``CancelledError``. ``action="interrupt"`` keeps what was checkpointed; ``"rollback"``
   reverts the thread and deletes the run.
+* **Few storage round trips per run**: the run and thread records are written in one store
+  batch when the run is admitted and in one when it ends; a run that ends without pausing
+  takes its output and the thread's status from its own stream (its last ``values``), not from
+  the checkpoint. The checkpoint a ``rollback`` returns to is looked up only when a rollback
+  happens: it is the parent of the run's first checkpoint (found by the ``run_id`` LangGraph
+  writes into each checkpoint's metadata).
 * **Recovery**: on start-up, runs that a previous server left ``pending`` or ``running`` are
   marked ``error`` (``"server stopped before the run finished"``) and their threads
   ``error``; they are not resumed. The thread's checkpoints are left intact, so a new run (or a
@@ -42,7 +48,7 @@ from langgraph.types import StateSnapshot
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
 from fathom.server.execution.locks import KeyedLocks
-from fathom.server.execution.runner import build_config, stream_run
+from fathom.server.execution.runner import RunEnd, build_config, stream_run
 from fathom.server.graphs import GraphRegistry
 from fathom.server.records import RecordStore, now_iso
 from fathom.server.serde import to_jsonable
@@ -54,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 _KEEP_FINISHED = 512
 _UNREAD: Any = object()  # the run never read the thread's checkpoint: nothing to roll back
+_LOOK_UP: Any = object()  # find the checkpoint before the run only if a rollback needs it
 _ACTIVE = ("pending", "running")
 
 
@@ -99,6 +106,7 @@ class RunManager:
         self._finished_streams = _Finished()
         self._outputs = _Finished()
         self._finishing: set[str] = set()
+        self._queued: set[str] = set()  # admitted behind another run of their thread
         self._background: set[asyncio.Future[None]] = set()
         self._started: asyncio.Task[None] | None = None
 
@@ -202,9 +210,10 @@ class RunManager:
             metadata.setdefault("assistant_id", run["assistant_id"])
             thread["status"] = "busy"
             thread["updated_at"] = now_iso()
-            await self.records.put_thread(thread)
-            await self.records.put_run(run)
+            await self.records.put_many(threads=[thread], runs=[run])
             run_id = run["run_id"]
+            if active:
+                self._queued.add(run_id)
             self._thread_runs.setdefault(thread_id, []).append(run_id)
             self._streams[run_id] = RunStream(run_id)
             self._done[run_id] = asyncio.Event()
@@ -222,7 +231,7 @@ class RunManager:
         if run_id in self._tasks and run_id not in self._finishing:
             self._finishing.add(run_id)
             status = self._cancelled_status(run_id)
-            finish = asyncio.ensure_future(self._finish(run, status, None, None, _UNREAD))
+            finish = asyncio.ensure_future(self._finish(run, status, None, None, _UNREAD, None))
             self._background.add(finish)
             finish.add_done_callback(self._background.discard)
 
@@ -264,29 +273,30 @@ class RunManager:
         try:
             async with self._thread_locks.hold(thread_id):
                 entered = True
-                status, error, graph, before = await self._invoke(run)
+                status, error, graph, before, end = await self._invoke(run)
                 # The thread stays locked until the run's end is recorded (and any rollback
                 # is done), so the next queued run starts from the final state.
                 self._finishing.add(run_id)
-                await self._finish(run, status, error, graph, before)
+                await self._finish(run, status, error, graph, before, end)
         except asyncio.CancelledError:
             if entered:
                 raise
             # Cancelled while queued behind the thread's active run.
             self._finishing.add(run_id)
-            await self._finish(run, self._cancelled_status(run_id), None, None, _UNREAD)
+            await self._finish(run, self._cancelled_status(run_id), None, None, _UNREAD, None)
 
     def _cancelled_status(self, run_id: str) -> str:
         return "rollback" if self._cancel_action.get(run_id) == "rollback" else "interrupted"
 
     async def _invoke(
         self, run: dict[str, Any]
-    ) -> tuple[str, dict[str, Any] | None, Pregel | None, Any]:
-        """Execute the graph in a pool slot; returns ``(status, error, graph, before)``."""
+    ) -> tuple[str, dict[str, Any] | None, Pregel | None, Any, RunEnd | None]:
+        """Execute the graph in a pool slot; returns ``(status, error, graph, before, end)``."""
         run_id, thread_id = run["run_id"], run["thread_id"]
         stream = self._streams[run_id]
         graph: Pregel | None = None
         before: Any = _UNREAD
+        kwargs = run["kwargs"]
         try:
             async with self._slots:
                 self.active_count += 1
@@ -294,24 +304,34 @@ class RunManager:
                 try:
                     config = build_config(run, run["metadata"]["graph_id"])
                     graph = await self.registry.graph(run["metadata"]["graph_id"], config)
-                    before = await self.checkpointer.aget_tuple(_thread_config(thread_id))
+                    if kwargs.get("checkpoint") or kwargs.get("checkpoint_id"):
+                        # The run starts from an older checkpoint: its first checkpoint's
+                        # parent is not the thread's latest, so read that now.
+                        before = await self.checkpointer.aget_tuple(_thread_config(thread_id))
+                    else:
+                        before = _LOOK_UP
                     run["status"] = "running"
                     await self.records.put_run(run)
-                    await self._check_interrupt(graph, run)
+                    if run_id in self._queued:
+                        await self._check_interrupt(graph, run)
                     stream.publish("metadata", {"run_id": run_id, "attempt": 1})
-                    await stream_run(graph, run, config, stream.publish)
+                    end = await stream_run(graph, run, config, stream.publish)
                 finally:
                     self.active_count -= 1
         except asyncio.CancelledError:
-            return self._cancelled_status(run_id), None, graph, before
+            return self._cancelled_status(run_id), None, graph, before, None
         except Exception as exc:
             logger.exception("run %s failed", run_id)
             error = {"error": type(exc).__name__, "message": str(exc)}
             stream.publish("error", error)
-            return "error", error, graph, before
-        return "success", None, graph, before
+            return "error", error, graph, before, None
+        return "success", None, graph, before, end
 
     async def _check_interrupt(self, graph: Pregel, run: dict[str, Any]) -> None:
+        """Fail an enqueued run with new input that reached a thread waiting on ``interrupt()``.
+
+        A run admitted with no other run on its thread was checked by ``submit``.
+        """
         kwargs = run["kwargs"]
         if run["multitask_strategy"] in ("interrupt", "rollback") or kwargs.get("command"):
             return
@@ -331,21 +351,28 @@ class RunManager:
         error: dict[str, Any] | None,
         graph: Pregel | None,
         before: Any,
+        end: RunEnd | None,
     ) -> None:
         run_id, thread_id = run["run_id"], run["thread_id"]
+        self._queued.discard(run_id)
         try:
             if status == "rollback":
-                await self._rollback(graph, thread_id, before)
+                await self._rollback(graph, run_id, thread_id, before)
                 await self.records.delete_run(run_id)
             else:
                 run["status"] = status
-                await self.records.put_run(run)
-            snap = await self._snapshot(thread_id, run["metadata"]["graph_id"])
-            if error is not None:
-                self._outputs.keep(run_id, {"__error__": error})
-            elif status != "rollback":
-                self._outputs.keep(run_id, _output_of(snap))
-            await self._update_thread(thread_id, run_id, error, snap)
+            if end is not None and end.finished and error is None:
+                # Ran to its end: the stream's last values are the thread's, nothing is next.
+                self._outputs.keep(run_id, to_jsonable(end.values))
+                waiting = False
+            else:
+                snap = await self._snapshot(thread_id, run["metadata"]["graph_id"])
+                if error is not None:
+                    self._outputs.keep(run_id, {"__error__": error})
+                elif status != "rollback":
+                    self._outputs.keep(run_id, _output_of(snap))
+                waiting = bool(snap and is_interrupted(snap))
+            await self._update_thread(run, error, waiting, keep_run=status != "rollback")
         except Exception:
             logger.exception("could not record the end of run %s", run_id)
         finally:
@@ -368,23 +395,38 @@ class RunManager:
         if run["kwargs"].get("temporary"):
             await self._delete_temporary(thread_id)
 
-    async def _rollback(self, graph: Pregel | None, thread_id: str, before: Any) -> None:
-        if before is _UNREAD:
+    async def _rollback(
+        self, graph: Pregel | None, run_id: str, thread_id: str, before: Any
+    ) -> None:
+        """Return the thread to the checkpoint it had before ``run_id`` started."""
+        if before is _LOOK_UP:
+            first = None
+            # Newest first: the last one listed is the run's first checkpoint.
+            async for found in self.checkpointer.alist(
+                _thread_config(thread_id), filter={"run_id": run_id}
+            ):
+                first = found
+            if first is None:
+                return  # the run wrote no checkpoint: the thread is as it was
+            target = first.parent_config
+        elif before is _UNREAD:
             return
-        if before is None:
+        else:
+            target = None if before is None else before.config
+        if target is None:
             await self.checkpointer.adelete_thread(thread_id)
         elif graph is not None:
-            await graph.aupdate_state(before.config, None, as_node="__copy__")
+            await graph.aupdate_state(target, None, as_node="__copy__")
 
     async def _update_thread(
-        self,
-        thread_id: str,
-        run_id: str,
-        error: dict[str, Any] | None,
-        snap: StateSnapshot | None,
+        self, run: dict[str, Any], error: dict[str, Any] | None, waiting: bool, *, keep_run: bool
     ) -> None:
+        """Record the thread's status after ``run`` (and the run's record, in the same batch)."""
+        run_id, thread_id = run["run_id"], run["thread_id"]
         thread = await self.records.get_thread(thread_id)
         if thread is None:
+            if keep_run:
+                await self.records.put_run(run)
             return
         others = [r for r in self._thread_runs.get(thread_id, []) if r != run_id]
         if others:
@@ -392,11 +434,11 @@ class RunManager:
         elif error is not None:
             thread["status"] = "error"
         else:
-            thread["status"] = "interrupted" if snap and is_interrupted(snap) else "idle"
+            thread["status"] = "interrupted" if waiting else "idle"
         thread["error"] = error
         stamp = now_iso()
         thread["updated_at"] = thread["state_updated_at"] = stamp
-        await self.records.put_thread(thread)
+        await self.records.put_many(threads=[thread], runs=[run] if keep_run else [])
 
     async def _delete_temporary(self, thread_id: str) -> None:
         await self.records.delete_thread(thread_id)

@@ -6,12 +6,19 @@ sends ``messages`` events carrying ``[message_chunk, metadata]``; ``messages`` s
 ``messages/metadata`` once per message id, then ``messages/partial`` (accumulated chunks) or
 ``messages/complete``; ``events`` sends every ``astream_events`` v2 event. With
 ``stream_subgraphs`` the event name gets the subgraph namespace appended, ``|``-separated.
+
+The graph is always streamed with ``values`` and ``updates`` too (events the client did not ask
+for are not sent), so the run's final values and whether it paused are known when the stream
+ends, without reading the checkpoint back: LangGraph's ``updates`` stream reports every pause
+(an ``interrupt()``, ``interrupt_before/after``, a subgraph's pause) as an ``__interrupt__``
+update of the root graph.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
@@ -19,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
 
-__all__ = ["build_config", "build_input", "stream_run"]
+__all__ = ["RunEnd", "build_config", "build_input", "stream_run"]
 
 Emit = Callable[[str, Any], None]
 
@@ -85,6 +92,21 @@ def build_input(kwargs: dict[str, Any]) -> Any:
     return Command(**args)
 
 
+@dataclass
+class RunEnd:
+    """What the root graph's stream showed by the time it ended."""
+
+    values: Any = None
+    """The last ``values`` chunk of the root graph (None if it sent none)."""
+    paused: bool = False
+    """Whether the root graph stopped at a pause (an ``__interrupt__`` update)."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run ran to its end with known values: the thread waits on nothing."""
+        return not self.paused and isinstance(self.values, dict)
+
+
 class _Translator:
     """Turns ``(namespace, mode, chunk)`` parts into named SSE events."""
 
@@ -93,11 +115,17 @@ class _Translator:
         self.subgraphs = subgraphs
         self.emit = emit
         self.messages: dict[str, BaseMessage] = {}
+        self.end = RunEnd()
 
     def name(self, mode: str, ns: tuple[str, ...]) -> str:
         return f"{mode}|{'|'.join(ns)}" if self.subgraphs and ns else mode
 
     def part(self, ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+        if not ns:
+            if mode == "values":
+                self.end.values = chunk
+            elif mode == "updates" and isinstance(chunk, dict) and "__interrupt__" in chunk:
+                self.end.paused = True
         if mode == "messages":
             if "messages-tuple" in self.requested:
                 self.emit(self.name("messages", ns), chunk)
@@ -125,11 +153,14 @@ class _Translator:
 
 async def stream_run(
     graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit
-) -> None:
-    """Invoke ``graph`` for ``run`` and emit its stream events; exceptions propagate."""
+) -> RunEnd:
+    """Invoke ``graph`` for ``run``, emit its stream events, and say how it ended.
+
+    Exceptions (and cancellation) propagate.
+    """
     kwargs = run["kwargs"]
     requested = list(kwargs.get("stream_mode") or ["values"])
-    modes = {m for m in requested if m != "events"}
+    modes = {m for m in requested if m != "events"} | {"values", "updates"}
     if "messages-tuple" in modes:
         modes.discard("messages-tuple")
         modes.add("messages")
@@ -142,7 +173,7 @@ async def stream_run(
     if kwargs.get("context") is not None:
         extra["context"] = kwargs["context"]
     graph_input = build_input(kwargs)
-    stream_modes: Any = list(modes) or ["values"]
+    stream_modes: Any = sorted(modes)
     if "events" in requested:
         root = str(config.get("run_id"))
         async for event in graph.astream_events(
@@ -159,9 +190,10 @@ async def stream_run(
                 tr.part(tuple(ns), mode, chunk)
             else:
                 emit("events", event)
-        return
+        return tr.end
     async for part in graph.astream(
         graph_input, config, stream_mode=stream_modes, subgraphs=subgraphs, **extra
     ):
         ns, mode, chunk = part if subgraphs else ((), *part)
         tr.part(tuple(ns), mode, chunk)
+    return tr.end
