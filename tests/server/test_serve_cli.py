@@ -222,5 +222,7 @@ def test_a_port_in_use_is_reported_and_the_command_fails(workdir: Path):
         port = str(taken.getsockname()[1])
         result = _run_cli("serve", "--config", str(workdir / "langgraph.json"), "--port", port,
                           cwd=workdir)  # fmt: skip
-    assert result.returncode != 0
-    assert "the server did not start" in result.stderr
+    assert result.returncode == 2
+    assert f"could not start on 127.0.0.1:{port}" in result.stderr
+    assert "is the port in use?" in result.stderr
+    assert "Traceback" not in result.stderr and "never retrieved" not in result.stderr

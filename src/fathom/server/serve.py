@@ -148,7 +148,7 @@ async def serve(options: ServeOptions) -> None:
             app, host=options.host, port=options.port, log_level=options.log_level,
             access_log=options.access_log, timeout_graceful_shutdown=10,
         ))  # fmt: skip
-        task = asyncio.create_task(server.serve())
+        task = asyncio.create_task(_serve_catching_exit(server))
         while not server.started and not task.done():
             await asyncio.sleep(0.05)
         if server.started:
@@ -163,10 +163,23 @@ async def serve(options: ServeOptions) -> None:
                 print("fathom serve: --database memory: threads, runs, checkpoints and store "
                       "items live in this process only; nothing survives a restart",
                       file=options.out or sys.stdout, flush=True)  # fmt: skip
-        await task
-        if not server.started:
-            raise ServeError(f"the server could not listen on {options.host}:{options.port} "
+        exit_code = await task
+        if not server.started or exit_code:
+            raise ServeError(f"the server could not start on {options.host}:{options.port} "
                              "(see the error above); is the port in use?")  # fmt: skip
+
+
+async def _serve_catching_exit(server: Any) -> int | str | None:
+    """Run uvicorn's `serve`; its `sys.exit` on a failed start-up becomes the exit code.
+
+    Uvicorn exits with `SystemExit` when it cannot bind or the app's start-up fails; raised
+    inside a task, that would escape the event loop as an unretrieved task exception.
+    """
+    try:
+        await server.serve()
+    except SystemExit as stop:
+        return stop.code or 1
+    return None
 
 
 def run_serve(options: ServeOptions) -> int:
