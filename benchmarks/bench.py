@@ -41,6 +41,7 @@ SECTIONS = (
     "long_run",
     "startup",
     "server",  # issue 17: fathom serve against langgraph dev (the reference column)
+    "dynamic_subagents",  # issue 19: one eval vs task calls; Monty vs QuickJS start-up
 )
 
 

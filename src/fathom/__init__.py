@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         PlanningMiddleware,
     )
     from fathom.middleware.async_subagents import AsyncSubAgent, AsyncSubAgentMiddleware
+    from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
     from fathom.middleware.filesystem import FsToolName
     from fathom.middleware.human_in_the_loop import InterruptOnConfig
     from fathom.middleware.permissions import FilesystemPermission
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from fathom.state import DeepAgentState
 
 _WHERE = {
+    "CodeInterpreterMiddleware": "fathom.middleware.code_interpreter",
     "create_deep_agent": "fathom.agent",
     "BackendProtocol": "fathom.backends",
     "StateBackend": "fathom.backends",
@@ -74,6 +76,7 @@ __all__ = [
     "AsyncSubAgent",
     "AsyncSubAgentMiddleware",
     "BackendProtocol",
+    "CodeInterpreterMiddleware",
     "CompiledSubAgent",
     "DeepAgentState",
     "FilesystemMiddleware",

@@ -373,6 +373,22 @@ def _compile_subagents(
     return compiled
 
 
+def _code_interpreter(
+    option: bool | Mapping[str, Any] | AgentMiddleware,
+    subagents: SubAgentMiddleware | None,
+    tools: list[Any],
+) -> AgentMiddleware:
+    """The `eval` tool's middleware for `create_deep_agent(code_interpreter=...)`, over the
+    agent's own subagents; `ptc` names are looked up among the agent's `tools`."""
+    if isinstance(option, AgentMiddleware):
+        return option
+    from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+
+    options = dict(option) if isinstance(option, Mapping) else {}
+    options.setdefault("available_tools", tools)
+    return CodeInterpreterMiddleware(subagents, **options)
+
+
 def create_deep_agent(
     model: str | BaseChatModel | None = None,
     tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
@@ -395,6 +411,7 @@ def create_deep_agent(
     name: str | None = None,
     cache: BaseCache[Any] | None = None,
     general_purpose_subagent: bool = True,
+    code_interpreter: bool | Mapping[str, Any] | AgentMiddleware | None = None,
 ) -> CompiledStateGraph[
     AgentState[ResponseT], ContextT, InputAgentState, OutputAgentState[ResponseT]
 ]:
@@ -460,6 +477,10 @@ def create_deep_agent(
         general_purpose_subagent: `False` leaves out the default `general-purpose`
             subagent (a spec with that name replaces it either way). Without any subagent
             there is no `task` tool.
+        code_interpreter: `True`, a dict of `CodeInterpreterMiddleware` options
+            (`ptc`, `persistence`, `limits`) or the middleware itself: adds the `eval`
+            tool, Python in the Monty sandbox that runs this agent's subagents with
+            `await task(...)`. Needs `pip install 'fathom[code]'`.
 
     Returns:
         The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
@@ -495,8 +516,11 @@ def create_deep_agent(
         state_schema=state_schema,
         memory=memory,
     )
-    if compiled:
-        core = _with_task_tool(core, SubAgentMiddleware(compiled))
+    task_middleware = SubAgentMiddleware(compiled) if compiled else None
+    if task_middleware is not None:
+        core = _with_task_tool(core, task_middleware)
+    if code_interpreter:
+        core = [*core, _code_interpreter(code_interpreter, task_middleware, list(tools or []))]
     async_specs = [
         cast("AsyncSubAgent", spec)
         for spec in subagents or []

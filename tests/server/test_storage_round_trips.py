@@ -1,8 +1,8 @@
 """What a run costs the storage, and the storage modes that trade durability for speed.
 
 A finished run reads its checkpoint once (the graph's own read) and writes its thread and run
-records in three store batches without reading them back; SQLite runs in WAL mode with ``synchronous=NORMAL``; ``memory``
-storage keeps nothing across a restart.
+records in three store batches without reading them back; SQLite runs in WAL mode with
+``synchronous=NORMAL``; ``memory`` storage keeps nothing across a restart.
 """
 
 from __future__ import annotations

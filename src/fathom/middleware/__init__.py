@@ -1,5 +1,7 @@
 """Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
 
+from typing import TYPE_CHECKING, Any
+
 from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
@@ -15,8 +17,12 @@ from fathom.middleware.summarization import (
     create_summarization_tool_middleware,
 )
 
+if TYPE_CHECKING:
+    from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+
 __all__ = [
     "AsyncSubAgentMiddleware",
+    "CodeInterpreterMiddleware",
     "ExecuteMiddleware",
     "FilesystemMiddleware",
     "HumanInTheLoopMiddleware",
@@ -29,3 +35,12 @@ __all__ = [
     "SummarizationToolMiddleware",
     "create_summarization_tool_middleware",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`CodeInterpreterMiddleware` is imported on first use: it needs `fathom[code]`."""
+    if name == "CodeInterpreterMiddleware":
+        from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+
+        return CodeInterpreterMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
