@@ -102,3 +102,24 @@ def test_code_interpreter_without_pydantic_monty_names_the_install_command(monke
     monkeypatch.setattr(builtins, "__import__", no_monty)
     with pytest.raises(ImportError, match=r"pip install 'fathom\[code\]'"):
         agent(["1"])
+
+
+async def test_the_cli_shows_the_codes_subagents_as_task_calls():
+    from fathom.cli.events import EventTranslator, ToolFinished, ToolStarted
+
+    stats = {"active": 0, "peak": 0}
+    specs = [{"name": "counter", "description": "c", "runnable": counting_subagent(1, stats)}]
+    code = ("try:\n    await task('fail', 'counter', label='bad')\nexcept RuntimeError:\n"
+            "    pass\nawait task('fine', 'counter', label='good')")
+    graph, _ = agent([code], subagents=specs)
+    translator = EventTranslator()
+    events = [event async for namespace, mode, data in graph.astream(
+        user(), stream_mode=["updates", "custom"], subgraphs=True)
+        for event in translator.translate(namespace, mode, data)]  # fmt: skip
+    started = [e for e in events if isinstance(e, ToolStarted) and e.name == "task"]
+    finished = [e for e in events if isinstance(e, ToolFinished) and e.name == "task"]
+    assert [(e.args["description"], e.args["subagent_type"]) for e in started] == [
+        ("bad", "counter"), ("good", "counter")]
+    assert [(e.call_id, e.is_error) for e in finished] == [
+        (started[0].call_id, True), (started[1].call_id, False)]
+    assert started[0].call_id != started[1].call_id

@@ -123,12 +123,33 @@ class EventTranslator:
                 yield ShellOutput(
                     self._lane(namespace), str(data.get("tool_call_id")), str(data.get("chunk"))
                 )
+            elif isinstance(data, Mapping) and data.get("type") == "subagent":
+                yield from self._code_subagent(self._lane(namespace), data)
             return
         if mode != "updates" or not isinstance(data, Mapping):
             return
         lane = self._lane(namespace)
         for update in data.values():
             yield from self._update(lane, update)
+
+    @staticmethod
+    def _code_subagent(lane: Lane, data: Mapping[str, Any]) -> Iterator[Event]:
+        """A subagent that code in `eval` started or ended, shown like a `task` call.
+
+        The call id joins the `eval` call's id and the `task()` call's id within it, so each
+        of the code's subagents gets its own place in the subagent tree.
+        """
+        call_id = f"{data.get('tool_call_id')}:{data.get('call_id')}"
+        kind = str(data.get("subagent_type") or "subagent")
+        event = data.get("event")
+        if event == "start":
+            label = data.get("label")
+            args = {"subagent_type": kind, "description": str(label or f"{kind} (from eval)")}
+            yield ToolStarted(lane, call_id, "task", args)
+        elif event in ("complete", "error"):
+            failed = event == "error"
+            text = str(data.get("error") or "failed") if failed else "done"
+            yield ToolFinished(lane, call_id, "task", text, is_error=failed)
 
     def _update(self, lane: Lane, update: Any) -> Iterator[Event]:
         updates = update if isinstance(update, list) else [update]
