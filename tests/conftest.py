@@ -17,18 +17,31 @@ _TESTS = Path(__file__).resolve().parent
 SLOW_FILES = frozenset(
     {
         "benchmarks",  # a whole folder
+        "acp_agent/test_turns.py",  # these spawn `fathom acp`
+        "acp_agent/test_modes.py",
+        "acp_agent/test_mcp_and_bad_input.py",
         "cli/test_command_pty.py",
         "cli/test_demo_server.py",
         "cli/test_tasks_command.py",
+        "cli/test_mcp_command.py",
+        "mcp_protocol/test_mcp_client_stdio.py",
+        "mcp_protocol/test_mcp_client_http.py",
+        "mcp_protocol/test_mcp_serve.py",
         "test_examples.py",
         "test_sandbox_agent.py",
         "test_resume_after_kill.py",
         "test_async_subagents_http.py",
+        "test_async_interop_langgraph_dev.py",
+        "test_async_interop_reference.py",
+        "async_e2e",  # a whole folder
+        "a2a/test_a2a_serve.py",
         "backends/test_bubblewrap.py",
         "backends/test_sandbox_security.py",
         "backends/test_path_races.py",
         "patterns/test_patterns_benchmark.py",
         "server/test_serve_cli.py",
+        "web/test_web_page.py",
+        "web/test_serve_open.py",
         "server/test_contract_assistants.py",
         "server/test_contract_concurrency.py",
         "server/test_contract_errors.py",

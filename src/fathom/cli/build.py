@@ -170,6 +170,8 @@ class AgentSetup:
     auto_approve: Sequence[str] = ()
     tools: Sequence[Any] = field(default_factory=list)
     system_prompt: str | None = None
+    mcp: Any = None
+    """The connected MCP servers (`fathom.mcp.McpServers`) whose tools are in `tools`."""
 
     def tool_names(self) -> set[str]:
         """The tools the command's agent has: the harness's, `task`, the setup's own tools,

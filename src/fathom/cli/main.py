@@ -8,6 +8,8 @@
     fathom demo [--server]      an offline end-to-end run with a scripted model (--server:
                                 over HTTP, through `fathom serve`)
     fathom serve                serve a langgraph.json's graphs over the Agent Protocol
+    fathom mcp serve            serve an agent as MCP tools (stdio or streamable HTTP)
+    fathom acp                  serve the project agent to an editor over ACP (stdio)
 
 Only the standard library is imported at start-up, so `fathom --help` is quick.
 """
@@ -76,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="instead: serve a deep agent with `fathom serve` and stream one run "
                       "over HTTP with the LangGraph SDK")
     _serve_parser(commands)
+    from fathom.cli.mcp import add_mcp_parser  # standard library only at import
+
+    add_mcp_parser(commands)
+    _acp_parser(commands)
     return parser
 
 
@@ -109,8 +115,8 @@ def _serve_parser(commands: Any) -> None:
     serve.add_argument("--jobs", type=int, default=10,
                        help="runs executing at once; more wait in the queue (default: 10)")
     serve.add_argument("--database", metavar="URL",
-                       help="postgresql://... for PostgreSQL (default: SQLite in .fathom/ next "
-                       "to the deployment file)")
+                       help="postgresql://... for PostgreSQL, or memory (nothing survives a "
+                       "restart) (default: SQLite in .fathom/ next to the deployment file)")
     serve.add_argument("--api-key", metavar="KEY",
                        help="require this key as x-api-key or Bearer (default: $FATHOM_API_KEY); "
                        "needed off loopback")
@@ -121,6 +127,46 @@ def _serve_parser(commands: Any) -> None:
     serve.add_argument("--log-level", default="info",
                        choices=("critical", "error", "warning", "info", "debug"))
     serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.add_argument("--open", action="store_true", dest="open_browser",
+                       help="open the web page (threads, runs, approvals) in a browser once up")
+
+
+def _acp_parser(commands: Any) -> None:
+    acp = commands.add_parser(
+        "acp", help="serve the project agent to an editor over ACP (stdio)",
+        description="Run the agent as an Agent Client Protocol agent on stdin/stdout, for "
+        "editors such as Zed. Each session works on the project in its directory, with "
+        "fathom.toml, memory, skills and subagents, and is kept as a thread.",
+    )  # fmt: skip
+    acp.add_argument("--model", default=argparse.SUPPRESS, metavar="PROVIDER:MODEL",
+                     help="the model (default: fathom.toml)")
+    acp.add_argument("--models", default="", metavar="M[,M]",
+                     help="more models to offer in the editor's model picker")
+    acp.add_argument("--sandbox", choices=SANDBOXES, default=argparse.SUPPRESS,
+                     help="where shell commands run (default: fathom.toml, else none)")
+    acp.add_argument("--auto-approve", action="append", default=argparse.SUPPRESS,
+                     metavar="TOOL[,TOOL]", help="run these tools without asking")
+    acp.add_argument("--log-level", default="warning",
+                     choices=("critical", "error", "warning", "info", "debug"))
+
+
+def _acp_command(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from fathom.acp import AcpOptions, serve_stdio
+
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format="%(levelname)s: %(name)s: %(message)s")  # fmt: skip
+    options = AcpOptions(
+        model=_option(args, "model"), sandbox=_option(args, "sandbox"),
+        models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
+        auto_approve=tuple(_auto_approved(args)),
+    )  # fmt: skip
+    try:
+        asyncio.run(serve_stdio(options))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_OK
 
 
 def _option(args: argparse.Namespace, name: str, default: Any = None) -> Any:
@@ -163,6 +209,9 @@ def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
         config = load_config(project, home)
         sources = project_sources(project, home)
         model_name = choose_model(_option(args, "model"), config)
+        from fathom.cli.mcp import connect_servers
+
+        mcp = connect_servers(project, config)  # a server that fails is a warning, not a stop
         setup = AgentSetup(
             project_dir=project,
             home=home,
@@ -172,6 +221,8 @@ def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
             model=build_model(model_name, config),
             sandbox=_option(args, "sandbox") or config.sandbox,
             auto_approve=_auto_approved(args),
+            tools=list(mcp.tools) if mcp else [],
+            mcp=mcp,
         )
         if json_output:  # the JSON goes to stdout; progress goes to stderr
             display: Any = PlainDisplay(sys.stderr)
@@ -343,7 +394,8 @@ def _local_tasks(session: Any, thread_id: str, ref: str) -> None:
         print(error)
 
 
-HELP = ("commands: /threads  /tasks [TASK] (async subagent tasks)  /new (start a new thread)  "
+HELP = ("commands: /threads  /tasks [TASK] (async subagent tasks)  /mcp (MCP servers and "
+        "tools)  /new (start a new thread)  "
         "/exit (or Ctrl-D).  Ctrl-C stops a run.")
 
 
@@ -432,6 +484,11 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
         if text == "/tasks" or text.startswith("/tasks "):
             _local_tasks(session, thread_id, text.removeprefix("/tasks").strip())
             continue
+        if text == "/mcp":
+            from fathom.cli.mcp import mcp_report
+
+            print(mcp_report(session.setup.mcp))
+            continue
         if text == "/new":
             thread_id = session.threads.new_thread_id()
             print(f"new thread {thread_id}")
@@ -467,7 +524,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         config=Path(args.config) if args.config else None, host=args.host, port=args.port,
         jobs=args.jobs, database=args.database, api_key=args.api_key,
         cors_origins=tuple(args.cors_origin), max_body_bytes=args.max_body_bytes,
-        log_level=args.log_level, access_log=args.access_log,
+        log_level=args.log_level, access_log=args.access_log, open_browser=args.open_browser,
     ))  # fmt: skip
 
 
@@ -482,8 +539,14 @@ def main(argv: list[str] | None = None) -> int:
         return _tasks_command(args)
     if args.command == "demo":
         return _demo_command(args)
+    if args.command == "mcp":
+        from fathom.cli.mcp import mcp_command
+
+        return mcp_command(args)
     if args.command == "serve":
         return _serve_command(args)
+    if args.command == "acp":
+        return _acp_command(args)
     return _interactive(args)
 
 

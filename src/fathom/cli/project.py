@@ -65,6 +65,8 @@ class FathomConfig:
     """Tool names whose calls run without asking."""
     interrupt_on: list[str] = field(default_factory=list)
     """Tool names whose calls wait for a person's approval."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """`[mcp_servers.NAME]` tables: MCP servers whose tools the agent gets (`fathom.mcp`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         if key == "sandbox" and value not in _SANDBOX_KINDS:
             allowed = ", ".join(f'"{kind}"' for kind in _SANDBOX_KINDS)
             raise ConfigError(f"{where}: 'sandbox' is {value!r}; allowed values are {allowed}")
+        if key == "mcp_servers":
+            _check_mcp_servers(path, text, value)
         if key in _LIST_KEYS and not (
             isinstance(value, list) and all(isinstance(item, str) for item in value)
         ):
@@ -144,6 +148,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
             'it must be "provider:model", e.g. "openai:gpt-4o"'
         )
     return data
+
+
+def _check_mcp_servers(path: Path, text: str, value: Any) -> None:
+    from fathom.mcp.config import McpConfigError, parse_servers
+
+    if not isinstance(value, dict):
+        raise ConfigError(f"{_where(path, text, 'mcp_servers')}: 'mcp_servers' must be a table "
+                          'of servers, e.g. [mcp_servers.files] command = "npx"')
+    try:
+        parse_servers(value)
+    except McpConfigError as exc:
+        raise ConfigError(f"{_where(path, text, 'mcp_servers')}: {exc}") from exc
 
 
 _AT_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
@@ -182,8 +198,12 @@ def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
     """
     home = Path.home() if home is None else home
     merged: dict[str, Any] = {}
-    merged.update(_read_toml(home / ".fathom" / "config.toml"))
-    merged.update(_read_toml(Path(project_dir) / "fathom.toml"))
+    user = _read_toml(home / ".fathom" / "config.toml")
+    project = _read_toml(Path(project_dir) / "fathom.toml")
+    merged.update(user)
+    merged.update(project)
+    # MCP servers merge by name: a project server replaces the user's one of that name.
+    merged["mcp_servers"] = {**user.get("mcp_servers", {}), **project.get("mcp_servers", {})}
     for key in _LIST_KEYS:
         if key in merged:
             merged[key] = list(merged[key])

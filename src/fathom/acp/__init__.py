@@ -1,0 +1,19 @@
+"""fathom as an Agent Client Protocol (ACP) agent, for editors such as Zed and JetBrains.
+
+`fathom acp` runs `serve_stdio`: the project agent of the `fathom` command, one session per
+editor thread, over JSON-RPC on stdin/stdout (https://agentclientprotocol.com).
+"""
+
+from fathom.acp.content import UnsupportedContentError, from_acp, to_acp
+from fathom.acp.server import MODES, AcpOptions, FathomACPAgent
+from fathom.acp.stdio import serve_stdio
+
+__all__ = [
+    "MODES",
+    "AcpOptions",
+    "FathomACPAgent",
+    "UnsupportedContentError",
+    "from_acp",
+    "serve_stdio",
+    "to_acp",
+]
