@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -13,8 +14,9 @@ from langgraph.store.memory import InMemoryStore
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
-from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads
+from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads, web
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
     ApiError,
@@ -28,6 +30,15 @@ from fathom.server.loopback import register_app
 from fathom.server.records import RecordStore
 
 __all__ = ["create_app"]
+
+
+def _a2a_routes() -> list[BaseRoute]:
+    """``/a2a/{assistant_id}`` (see ``fathom.a2a.routes``) when a2a-sdk is installed."""
+    if importlib.util.find_spec("a2a") is None:
+        return []
+    from fathom.a2a.routes import a2a_routes
+
+    return a2a_routes()
 
 
 def _security(
@@ -80,6 +91,8 @@ def create_app(
             *runs.routes,
             *protocol_aliases.routes,
             *store_routes.routes,
+            *_a2a_routes(),
+            *web.routes,  # the page at / and its files under /ui/
         ],
         middleware=_security(api_key, cors_origins, max_body_bytes),
         exception_handlers={

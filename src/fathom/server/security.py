@@ -37,8 +37,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OPEN_PATHS = frozenset({"/ok"})
-"""Paths that answer without an API key (health checks)."""
+OPEN_PATHS = frozenset({"/ok", "/", "/ui/app.js", "/ui/app.css", "/ui/pygments.css"})
+"""Paths that answer without an API key: health checks, and the web page's shell (no data;
+the page asks for the key, see `fathom.server.web`)."""
 
 EXPOSED_HEADERS = ("content-location", "location", "x-pagination-total", "x-pagination-next")
 """Response headers a browser client may read: the SDK follows `Content-Location` to a run."""
