@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +26,10 @@ import httpx
 import pytest
 
 DEPLOY_DIR = Path(__file__).parent / "deploy"
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+IMAGES = (Path(os.environ["FATHOM_WEB_SCREENSHOTS"]) if os.environ.get("FATHOM_WEB_SCREENSHOTS")
+          else Path(tempfile.gettempdir()) / "fathom-web-screenshots")
+"""Where the browser tests save their screenshots. `docs/web.md`'s pictures are made with
+`FATHOM_WEB_SCREENSHOTS=docs/images`; an ordinary test run leaves the repository alone."""
 START_DEADLINE_S = 60.0
 """Bounds a hang while the server starts."""
 CHROMIUM = Path(os.environ.get("FATHOM_CHROMIUM", "/usr/bin/chromium"))

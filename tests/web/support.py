@@ -39,6 +39,6 @@ def wait_idle(page: Any, status: str = "success") -> None:
 
 
 def screenshot(page: Any, name: str) -> None:
-    """Save a screenshot into docs/images/web-<name>.png (the page as a person sees it)."""
+    """Save a screenshot as `IMAGES/web-<name>.png` (the page as a person sees it)."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMAGES / f"web-{name}.png"), full_page=False)
