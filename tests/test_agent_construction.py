@@ -279,5 +279,5 @@ def test_before_agent_state_update_from_custom_middleware_is_applied_per_thread(
 
 
 def test_the_parent_notifier_adds_no_node_to_the_graph():
-    agent = create_deep_agent(ScriptedModel(responses=[]))
+    agent = create_deep_agent(ScriptedModel())
     assert not [node for node in agent.get_graph().nodes if "ParentNotifier" in node]

@@ -101,3 +101,36 @@ async def test_a_run_sees_its_threads_metadata_in_its_config() -> None:
         thread["thread_id"], "who", input={"x": 0}, metadata={"owner": "run"}
     )
     assert out["answer"] == "p-1/run"
+
+
+async def test_a_run_started_from_inside_another_run_streams_only_to_its_own_thread() -> None:
+    from fathom import create_deep_agent
+    from fathom.server.loopback import hosting_app
+    from fathom.testing import ScriptedModel, ai
+
+    child = create_deep_agent(ScriptedModel(replies=[ai("child words")]))
+
+    async def launch(state: State) -> State:
+        app = hosting_app()
+        assert app is not None
+        client = in_process_client(app)
+        thread = await client.threads.create()
+        run = await client.runs.create(thread["thread_id"], "child", input={"messages": [
+            {"role": "user", "content": "go"}]})  # fmt: skip
+        out = await client.runs.join(thread["thread_id"], run["run_id"])
+        assert "messages" in out, out
+        return {"answer": out["messages"][-1]["content"]}
+
+    g = StateGraph(State)
+    g.add_node("launch", launch)
+    g.add_edge(START, "launch")
+    g.add_edge("launch", END)
+    client = in_process_client(create_app({"parent": g.compile(), "child": child}))
+    thread = await client.threads.create()
+    parts = [p async for p in client.runs.stream(
+        thread["thread_id"], "parent", input={"x": 0}, stream_mode=["messages-tuple", "values"],
+        stream_subgraphs=True)]
+    values = [p.data for p in parts if p.event == "values"]
+    assert values[-1]["answer"] == "child words", [(p.event, p.data) for p in parts]
+    threads = {p.data[1].get("thread_id") for p in parts if p.event == "messages"}
+    assert threads <= {thread["thread_id"]}, "the child's model chunks leaked into this stream"

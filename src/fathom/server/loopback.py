@@ -1,9 +1,11 @@
 """Which fathom app hosts the graph running now, so a graph can call its own server in process.
 
 `create_app` registers every app it builds. While an app handles a request, the app is
-the current one in that request's context; runs started by the request are asyncio tasks
-that copy the context, so code inside a run (an async subagent tool) finds the app that
-hosts it, even with several apps in one process.
+the current one in that request's context. A run's task starts in a fresh context that
+carries only that (`run_context`), so code inside a run (an async subagent tool) finds the
+app that hosts it, even with several apps in one process, while nothing else of the caller's
+context leaks in: a run started in process from inside another run must not inherit that
+run's LangGraph config and stream callbacks.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["hosting_app", "register_app"]
+__all__ = ["hosting_app", "register_app", "run_context"]
 
 _current: contextvars.ContextVar[Starlette | None] = contextvars.ContextVar(
     "fathom_hosting_app", default=None
@@ -54,3 +56,10 @@ def hosting_app() -> Starlette | None:
         return current
     apps = list(_apps)
     return apps[0] if len(apps) == 1 else None
+
+
+def run_context() -> contextvars.Context:
+    """A fresh context for a run's task that carries only the current hosting app."""
+    context = contextvars.Context()
+    context.run(_current.set, _current.get())
+    return context

@@ -50,6 +50,7 @@ from fathom.server.execution.broker import RunStream
 from fathom.server.execution.locks import KeyedLocks
 from fathom.server.execution.runner import RunEnd, build_config, stream_run
 from fathom.server.graphs import GraphRegistry
+from fathom.server.loopback import run_context
 from fathom.server.records import RecordStore, now_iso
 from fathom.server.serde import to_jsonable
 from fathom.server.snapshots import is_interrupted
@@ -220,7 +221,9 @@ class RunManager:
             if strategy in ("interrupt", "rollback"):
                 for other in active:
                     self.cancel(other, strategy)
-            task = asyncio.create_task(self._execute(run), name=f"run-{run_id}")
+            task = asyncio.create_task(
+                self._execute(run), name=f"run-{run_id}", context=run_context()
+            )
             task.add_done_callback(lambda _t, run=run: self._after_task(run))
             self._tasks[run_id] = task
         return run
