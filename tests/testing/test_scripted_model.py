@@ -570,3 +570,13 @@ async def test_drives_create_agent_async_with_message_streaming() -> None:
 
     _assert_agent_loop(model, final_state["messages"])
     assert "".join(tokens) == "Final answer based on: result for fathom"
+
+
+def test_a_misspelled_keyword_is_refused_instead_of_leaving_the_script_empty():
+    import pydantic
+    import pytest
+
+    from fathom.testing import ScriptedModel
+
+    with pytest.raises(pydantic.ValidationError, match="responses"):
+        ScriptedModel(responses=["hello"])  # type: ignore[call-arg]

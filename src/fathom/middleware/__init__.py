@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING, Any
 
 from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
+from fathom.middleware.async_tasks import AsyncSubAgent, AsyncTask, TaskEvent
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
     from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
 
 __all__ = [
+    "AsyncSubAgent",
     "AsyncSubAgentMiddleware",
+    "AsyncTask",
     "CodeInterpreterMiddleware",
     "ExecuteMiddleware",
     "FilesystemMiddleware",
@@ -33,6 +36,7 @@ __all__ = [
     "SubAgentMiddleware",
     "SummarizationMiddleware",
     "SummarizationToolMiddleware",
+    "TaskEvent",
     "create_summarization_tool_middleware",
 ]
 

@@ -24,6 +24,7 @@ __all__ = [
     "AsyncSubAgent",
     "AsyncSubAgentState",
     "AsyncTask",
+    "TaskEvent",
     "task_status",
     "validate_async_subagents",
 ]
@@ -71,6 +72,24 @@ TASK_STATUSES = ("pending", "running", "waiting", "success", "error", "cancelled
 
 UNFINISHED = frozenset({"pending", "running", "waiting"})
 """Statuses that can still change, so refreshes look at them."""
+
+
+class TaskEvent(TypedDict):
+    """A task's outcome as a notification reports it to the agent that launched it.
+
+    It rides in the notification message's `additional_kwargs["deepagents_notification"]`
+    (the reference package's key, so apps built for either tell these messages apart from
+    the user's).
+    """
+
+    task_id: str
+    """The task's id (its thread on the server)."""
+    agent_name: str
+    """The async subagent's `name`."""
+    status: Literal["success", "error", "timeout", "cancelled", "waiting"]
+    """How the run ended, or `waiting` when it paused for a human."""
+    run_id: str
+    """The run this outcome belongs to."""
 
 
 class AsyncTask(TypedDict):

@@ -37,7 +37,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, PrivateAttr, SkipValidation, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SkipValidation, field_validator
 
 from fathom.testing.concurrency import Rendezvous
 from fathom.testing.tokens import approx_tokens
@@ -311,6 +311,10 @@ class ScriptedModel(BaseChatModel):
         )
         ```
     """
+
+    model_config = ConfigDict(extra="forbid")
+    """A misspelled keyword (`responses=` for `replies=`) raises instead of leaving the
+    script empty."""
 
     replies: SkipValidation[list[Reply]] = Field(default_factory=list)
     """Replies consumed in order, one per call (checked by `_check_replies`)."""
