@@ -8,6 +8,7 @@ message history, so the ids survive summarization.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -16,15 +17,18 @@ from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import convert_to_messages
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
+    "PARENT_KEY",
     "TASK_STATUSES",
     "AsyncSubAgent",
     "AsyncSubAgentState",
     "AsyncTask",
     "TaskEvent",
+    "context_data",
     "task_status",
     "validate_async_subagents",
 ]
@@ -233,6 +237,23 @@ def result_content(report: Mapping[str, Any]) -> str | list[str | dict[Any, Any]
         return json.dumps({**report, "result": text})
     head = {key: value for key, value in report.items() if key != "result"}
     return [{"type": "text", "text": json.dumps(head)}, *(dict(b) for b in blocks)]
+
+
+PARENT_KEY = "deepagents_parent"
+"""Where a child run finds the agent that launched it: `config["configurable"][PARENT_KEY]`
+(`{"thread_id", "assistant_id"}`), or the same key in its run context; the reference's name."""
+
+
+def context_data(context: object) -> dict[str, Any] | None:
+    """A run context (a mapping, dataclass or pydantic model) as JSON-ready data for another
+    run, without the parent reference; `None` when nothing is left."""
+    if isinstance(context, BaseModel):
+        context = context.model_dump(mode="json")
+    elif dataclasses.is_dataclass(context) and not isinstance(context, type):
+        context = dataclasses.asdict(context)
+    if not isinstance(context, Mapping):
+        return None
+    return {str(k): v for k, v in context.items() if k != PARENT_KEY} or None
 
 
 NOTIFICATION_KEY = "deepagents_notification"

@@ -9,7 +9,6 @@ back as a tool answer with `status="error"`; nothing raises out of a tool, and t
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
@@ -22,9 +21,11 @@ from langgraph_sdk.client import LangGraphClient
 from pydantic import BaseModel, Field
 
 from fathom.middleware.async_tasks import (
+    PARENT_KEY,
     UNFINISHED,
     AsyncSubAgent,
     AsyncTask,
+    context_data,
     final_blocks,
     now_iso,
     result_content,
@@ -43,9 +44,6 @@ __all__ = ["TaskTracker", "build_async_tools", "check_report", "observe", "obser
 
 logger = logging.getLogger(__name__)
 
-PARENT_KEY = "deepagents_parent"
-"""`configurable` key carrying the parent's thread and assistant to the child's run (the
-reference's name, so a reference child finds a fathom parent and the other way round)."""
 
 _TASK_ID = "The exact task_id that start_async_task returned. Pass it whole, unchanged."
 
@@ -231,16 +229,6 @@ async def _failure_detail(client: LangGraphClient, run: Mapping[str, Any]) -> st
     return None
 
 
-def _context_data(context: object) -> dict[str, Any] | None:
-    if isinstance(context, BaseModel):
-        context = context.model_dump(mode="json")
-    elif dataclasses.is_dataclass(context) and not isinstance(context, type):
-        context = dataclasses.asdict(context)
-    if not isinstance(context, Mapping):
-        return None
-    return {str(k): v for k, v in context.items() if k != PARENT_KEY} or None
-
-
 class TaskTracker:
     """The specs, their clients, and the steps each tool takes against a server."""
 
@@ -304,7 +292,7 @@ class TaskTracker:
         options: dict[str, Any] = {}
         if webhook := spec.get("webhook"):
             options["webhook"] = webhook
-        context = None if spec.get("url") else _context_data(runtime.context)
+        context = None if spec.get("url") else context_data(runtime.context)
         if context is not None:
             options["context"] = context
         elif reference := self.parent_reference(spec, runtime):

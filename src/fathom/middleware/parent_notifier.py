@@ -55,9 +55,14 @@ from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from pydantic import BaseModel
 
-from fathom.middleware.async_tasks import NOTIFICATION_KEY, final_blocks, update_message
+from fathom.middleware.async_tasks import (
+    NOTIFICATION_KEY,
+    PARENT_KEY,
+    context_data,
+    final_blocks,
+    update_message,
+)
 from fathom.usage import TASK_USAGE_KEY
 
 if TYPE_CHECKING:
@@ -75,8 +80,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PARENT_KEY = "deepagents_parent"
-"""`configurable` key of the parent reference in an async subagent's run (the reference's)."""
 
 USAGE_METADATA_KEY = TASK_USAGE_KEY
 """Child thread metadata key: `{"calls", "input_tokens", "output_tokens"}` over its runs."""
@@ -134,17 +137,6 @@ def _clipped(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             block = {**block, "text": text}
         out.append(block)
     return out
-
-
-def _forwarded_context(context: object) -> dict[str, Any] | None:
-    """The child's run context as JSON data for the parent's run, without the parent key."""
-    if isinstance(context, BaseModel):
-        context = context.model_dump(mode="json")
-    elif dataclasses.is_dataclass(context) and not isinstance(context, type):
-        context = dataclasses.asdict(context)
-    if not isinstance(context, Mapping):
-        return None
-    return {str(k): v for k, v in context.items() if k != PARENT_KEY} or None
 
 
 _app_clients: weakref.WeakKeyDictionary[Any, dict[Any, LangGraphClient]] = (
@@ -344,7 +336,7 @@ def _record_for(context: object) -> _RunRecord | None:
         return None
     metadata = config.get("metadata") or {}
     name = str(metadata.get("subagent_name") or metadata.get("graph_id") or "subagent")
-    record = _RunRecord(parent, thread_id, name, _forwarded_context(context))
+    record = _RunRecord(parent, thread_id, name, context_data(context))
     _runs[run_id] = record
     while len(_runs) > _MAX_REMEMBERED_RUNS:
         del _runs[next(iter(_runs))]
