@@ -26,7 +26,14 @@ from typing import Any, TextIO
 
 from fathom.cli.session import PendingApproval
 
-__all__ = ["ask_after_prompt", "ask_decisions", "discard_pending_input", "stdin_is_terminal"]
+__all__ = [
+    "NoTerminalForApproval",
+    "answer_approvals",
+    "ask_after_prompt",
+    "ask_decisions",
+    "discard_pending_input",
+    "stdin_is_terminal",
+]
 
 Ask = Callable[[str], str]
 
@@ -196,3 +203,37 @@ def ask_decisions(
             decisions.append(_decide(request, allowed, ask, stream, editor))
         resume[approval.interrupt_id] = {"decisions": decisions}
     return resume
+
+
+class NoTerminalForApproval(Exception):
+    """An approval is needed but standard input is not a terminal; the session stops."""
+
+
+def answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
+    """Ask about pending approvals and resume until the turn ends another way.
+
+    Raises `NoTerminalForApproval` when stdin is not a terminal: lines left in a pipe were
+    written before the question existed, so they never answer it (the approval stays
+    pending, as `fathom run` leaves it).
+    """
+    result = None
+    while approvals:
+        session.display.pause()
+        if not stdin_is_terminal():
+            names = ", ".join(r.get("name", "?") for a in approvals for r in a.action_requests)
+            print(
+                f"approval needed for {names}, but input is not a terminal, and approvals "
+                f"are never read from a pipe. It stays pending on thread {thread_id}: "
+                f"answer it in a terminal with `fathom --thread {thread_id}`, or allow the "
+                "tool up front with --auto-approve.",
+                file=sys.stderr,
+            )
+            raise NoTerminalForApproval
+        try:
+            resume = ask_decisions(approvals, editor=os.environ.get("EDITOR"))
+        except (KeyboardInterrupt, EOFError):
+            print("\napproval left pending; it is asked again when you continue this thread")
+            return result
+        result = session.run(thread_id, resume=resume)
+        approvals = result.approvals if result.status == "approval" else []
+    return result

@@ -376,135 +376,6 @@ def _tasks_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _local_tasks(session: Any, thread_id: str, ref: str) -> None:
-    """`/tasks [TASK]`: this thread's async tasks, refreshed from `$FATHOM_SERVER`."""
-    import asyncio
-
-    from fathom.cli.tasks import TaskLookupError, local_async_tasks, server_client, tasks_report
-
-    async def report() -> str:
-        tasks = await local_async_tasks(session.db_path, thread_id)
-        if not tasks:
-            return "no async tasks on this thread"
-        return await tasks_report(server_client(None), tasks, ref or None)
-
-    try:
-        print(asyncio.run(report()))
-    except TaskLookupError as error:
-        print(error)
-
-
-HELP = ("commands: /threads  /tasks [TASK] (async subagent tasks)  /mcp (MCP servers and "
-        "tools)  /new (start a new thread)  "
-        "/exit (or Ctrl-D).  Ctrl-C stops a run.")
-
-
-class NoTerminalForApproval(Exception):
-    """An approval is needed but standard input is not a terminal; the session stops."""
-
-
-def _answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
-    """Ask about pending approvals and resume until the turn ends another way.
-
-    Raises `NoTerminalForApproval` when stdin is not a terminal: lines left in a pipe were
-    written before the question existed, so they never answer it (the approval stays
-    pending, as `fathom run` leaves it).
-    """
-    from fathom.cli.approvals import ask_decisions, stdin_is_terminal
-
-    result = None
-    while approvals:
-        session.display.pause()
-        if not stdin_is_terminal():
-            names = ", ".join(r.get("name", "?") for a in approvals for r in a.action_requests)
-            print(
-                f"approval needed for {names}, but input is not a terminal, and approvals "
-                f"are never read from a pipe. It stays pending on thread {thread_id}: "
-                f"answer it in a terminal with `fathom --thread {thread_id}`, or allow the "
-                "tool up front with --auto-approve.",
-                file=sys.stderr,
-            )
-            raise NoTerminalForApproval
-        try:
-            resume = ask_decisions(approvals, editor=os.environ.get("EDITOR"))
-        except (KeyboardInterrupt, EOFError):
-            print("\napproval left pending; it is asked again when you continue this thread")
-            return result
-        result = session.run(thread_id, resume=resume)
-        approvals = result.approvals if result.status == "approval" else []
-    return result
-
-
-def _interactive(args: argparse.Namespace) -> int:
-    try:
-        session = _session(args)
-        thread_id, existed = _thread_for(args, session)
-    except SetupError as error:
-        return _fail(str(error))
-    state = "resumed" if existed else "new"
-    from fathom.cli.build import confinement
-
-    print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
-          f"{session.setup.project_dir}")
-    print(confinement(session.setup))
-    print(HELP)
-    try:
-        return _talk(args, session, thread_id, existed)
-    except NoTerminalForApproval:
-        return EXIT_APPROVAL
-
-
-def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool) -> int:
-    """The interactive loop: read a message, run a turn, answer its approvals."""
-    if existed:
-        pending = session.pending(thread_id)
-        if pending:
-            _answer_approvals(session, thread_id, pending)
-    while True:
-        session.display.pause()
-        try:
-            text = input("› ")
-        except EOFError:
-            print()
-            return EXIT_OK
-        except KeyboardInterrupt:
-            print("\n(Ctrl-D or /exit to leave)")
-            continue
-        text = text.strip()
-        if not text:
-            continue
-        if text in ("/exit", "/quit"):
-            return EXIT_OK
-        if text == "/help":
-            print(HELP)
-            continue
-        if text == "/threads":
-            _threads_command(args)
-            continue
-        if text == "/tasks" or text.startswith("/tasks "):
-            _local_tasks(session, thread_id, text.removeprefix("/tasks").strip())
-            continue
-        if text == "/mcp":
-            from fathom.cli.mcp import mcp_report
-
-            print(mcp_report(session.setup.mcp))
-            continue
-        if text == "/new":
-            thread_id = session.threads.new_thread_id()
-            print(f"new thread {thread_id}")
-            continue
-        pending = session.pending(thread_id)
-        if pending:  # e.g. left by Ctrl-C at the approval prompt: answer it first
-            print("an approval from the last run is still waiting; answer it first")
-            _answer_approvals(session, thread_id, pending)
-            if session.pending(thread_id):
-                print("your message was not sent; it goes once the approval is answered")
-                continue
-        result = session.run(thread_id, text)
-        if result.status == "approval":
-            _answer_approvals(session, thread_id, result.approvals)
-
-
 def _demo_command(args: argparse.Namespace) -> int:
     if args.server:
         from fathom.cli.demo_server import run_server_demo
@@ -547,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         return _serve_command(args)
     if args.command == "acp":
         return _acp_command(args)
-    return _interactive(args)
+    from fathom.cli.interactive import interactive
+
+    return interactive(args)
 
 
 if __name__ == "__main__":
