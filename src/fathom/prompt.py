@@ -14,6 +14,7 @@ the rendered text, so any model and any other middleware see an ordinary system 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -82,6 +83,17 @@ def _cached_prefix(sections: Iterable[PromptSection]) -> str | None:
     return render_sections(ordered[: marked[-1] + 1])
 
 
+@functools.lru_cache(maxsize=64)
+def _rendered(sections: tuple[PromptSection, ...]) -> tuple[str, str | None]:
+    """`render_sections` and `_cached_prefix` of `sections`, computed once per distinct tuple.
+
+    Every model call renders the same few section tuples again (each middleware adds its
+    section to the message the previous one built), so the text is kept rather than joined
+    anew on every call. Sections are frozen, so a tuple always renders the same.
+    """
+    return render_sections(sections), _cached_prefix(sections)
+
+
 class AssembledSystemMessage(SystemMessage):
     """A system message that remembers the sections it was rendered from.
 
@@ -99,21 +111,27 @@ class AssembledSystemMessage(SystemMessage):
     ) -> AssembledSystemMessage:
         """Render `sections` into a new message, after the `leading` content blocks."""
         sections, leading = tuple(sections), tuple(leading)
-        rendered = render_sections(sections)
-        prefix = _cached_prefix(sections)
-        if not leading and prefix is None:
-            return cls(content=rendered, sections=sections)
-        blocks: list[str | dict[str, Any]] = [dict(block) for block in leading]
-        gap = "\n\n" if leading else ""
-        if prefix is not None:
-            # split after the marked section; the text, joined, is the same as unmarked
-            cached = {"type": "text", "text": f"{gap}{prefix}"}
-            blocks.append({**cached, "cache_control": {"type": "ephemeral"}})
-            if rest := rendered[len(prefix) :]:
-                blocks.append({"type": "text", "text": rest})
-        elif rendered:
-            blocks.append({"type": "text", "text": f"{gap}{rendered}"})
-        return cls(content=blocks, sections=sections, leading=leading)
+        return cls(content=_content(sections, leading), sections=sections, leading=leading)
+
+
+def _content(
+    sections: tuple[PromptSection, ...], leading: tuple[dict[str, Any], ...]
+) -> str | list[str | dict[str, Any]]:
+    """The `content` of the system message rendered from `sections` after `leading`."""
+    rendered, prefix = _rendered(sections)
+    if not leading and prefix is None:
+        return rendered
+    blocks: list[str | dict[str, Any]] = [dict(block) for block in leading]
+    gap = "\n\n" if leading else ""
+    if prefix is not None:
+        # split after the marked section; the text, joined, is the same as unmarked
+        cached = {"type": "text", "text": f"{gap}{prefix}"}
+        blocks.append({**cached, "cache_control": {"type": "ephemeral"}})
+        if rest := rendered[len(prefix) :]:
+            blocks.append({"type": "text", "text": rest})
+    elif rendered:
+        blocks.append({"type": "text", "text": f"{gap}{rendered}"})
+    return blocks
 
 
 def sections_of(message: SystemMessage | None) -> list[PromptSection]:
@@ -123,8 +141,7 @@ def sections_of(message: SystemMessage | None) -> list[PromptSection]:
     if (
         isinstance(message, AssembledSystemMessage)
         and message.sections
-        and message.content
-        == AssembledSystemMessage.from_sections(message.sections, message.leading).content
+        and message.content == _content(message.sections, message.leading)
     ):
         return list(message.sections)
     text = message.text
@@ -164,13 +181,30 @@ class PromptAssemblyMiddleware(AgentMiddleware):
     Sections added by other middleware are already rendered stable-first; this step sorts
     the tool schemas by name, so the request prefix does not depend on the order in which
     middleware contributed tools.
+
+    While the rendered prompt stays the same, every call gets the same `SystemMessage`
+    object rather than a fresh copy, so whatever keys on message identity downstream
+    (request recorders, caches of converted messages) sees one unchanged message.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_system: SystemMessage | None = None
+
+    def _plain(self, message: AssembledSystemMessage) -> SystemMessage:
+        """A plain system message with `message`'s content: the last one, when equal."""
+        last = self._last_system
+        if last is not None and last.content == message.content:
+            return last
+        plain = SystemMessage(content=message.content)
+        self._last_system = plain
+        return plain
 
     def _assemble(self, request: ModelRequest) -> ModelRequest:
         tools = sorted(request.tools, key=tool_sort_key)
         message = request.system_message
         if isinstance(message, AssembledSystemMessage):
-            message = SystemMessage(content=message.content)
+            message = self._plain(message)
         return request.override(tools=tools, system_message=message)
 
     def wrap_model_call(
@@ -203,10 +237,20 @@ class SectionPromptMixin:
         return self.section
 
     def _with_section(self, request: ModelRequest) -> ModelRequest:
+        """`request` with the section added; the message built for the same system message
+        and section last time is handed out again rather than rendered anew."""
         section = self.section_for_request(request)
         if section is None or not section.text.strip():
             return request
-        return add_prompt_section(request, section)
+        message = request.system_message
+        last: tuple[SystemMessage | None, PromptSection, AssembledSystemMessage] | None = (
+            getattr(self, "_last_assembled", None)
+        )
+        if last is not None and last[0] is message and last[1] == section:
+            return request.override(system_message=last[2])
+        assembled = with_section(message, section)
+        self._last_assembled = (message, section, assembled)
+        return request.override(system_message=assembled)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

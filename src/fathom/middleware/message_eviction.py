@@ -11,6 +11,7 @@ blocks of the message stay). A write that fails leaves the message whole.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -83,6 +84,8 @@ class HumanMessageEviction:
     def __init__(self, backend: BackendOrFactory, token_limit: int) -> None:
         self.backend = backend
         self.max_chars = token_limit * CHARS_PER_TOKEN
+        self._seen: tuple[list[AnyMessage], dict[int, HumanMessage]] = ([], {})
+        """The history `_previews` last examined, and the previews it made (by position)."""
 
     def _target(self, request: ModelRequest) -> tuple[BackendProtocol, str, str] | None:
         """(backend, path, text) for the newest message when it must be saved now."""
@@ -122,16 +125,33 @@ class HumanMessageEviction:
 
     def _previews(self, messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
         """`messages` with every saved (tagged) user message still over the limit shown
-        as a preview; `None` when there is none."""
-        result, changed = [], False
-        for message in messages:
+        as a preview; `None` when there is none.
+
+        A model call's history is usually the previous call's plus a few new messages (the
+        same objects), so only the messages past the prefix seen last time are examined;
+        the previews found in that prefix are reused. Any other history is scanned whole.
+        """
+        seen, seen_previews = self._seen
+        start = 0
+        if seen and len(seen) <= len(messages) and all(map(operator.is_, seen, messages)):
+            start = len(seen)
+        previews = {k: v for k, v in seen_previews.items() if k < start}
+        for k in range(start, len(messages)):
+            message = messages[k]
+            if not isinstance(message, HumanMessage):
+                continue
             path = message.additional_kwargs.get(EVICTED_TO)
-            if isinstance(message, HumanMessage) and isinstance(path, str):
+            if isinstance(path, str):
                 text = _text(message)
                 if len(text) > self.max_chars:
-                    message, changed = _preview(message, path, text), True
-            result.append(message)
-        return result if changed else None
+                    previews[k] = _preview(message, path, text)
+        self._seen = (list(messages), previews)
+        if not previews:
+            return None
+        result = list(messages)
+        for k, preview in previews.items():
+            result[k] = preview
+        return result
 
     def prepare(self, request: ModelRequest) -> tuple[ModelRequest, Command | None]:
         """The request to send, and the state update to return with the response."""
