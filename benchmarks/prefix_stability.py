@@ -14,7 +14,7 @@ This benchmark drives the same 20-step scripted run on each side with
 `write_todos` (3×), `write_file` (3×), `read_file` (4×), `ls` (3×), `edit_file` (3×), a
 custom tool `lookup_order` (3×) and one `task` delegation to a `researcher` subagent, then
 answers. The agent is the full agent of `prompt_overhead.py` (custom tool, subagent spec,
-memory `/AGENTS.md`, skills `/skills/`, same seeded files). deepagents 0.7.32 has no
+memory `/AGENTS.md`, skills `/skills/`, same starting files). deepagents 0.7.32 has no
 `write_todos` by default, so its side adds LangChain's `TodoListMiddleware` (the middleware
 deepagents' own OpenAI Codex profile adds for that tool); without it the two runs could not
 do the same work.
@@ -56,7 +56,7 @@ from _harness import (
     run_worker,
     side_parser,
 )
-from prompt_overhead import SUBAGENT_NAME, SUBAGENT_SPEC, full_agent_kwargs, seed_files
+from prompt_overhead import SUBAGENT_NAME, SUBAGENT_SPEC, full_agent_kwargs, starting_files
 
 Side = Literal["fathom", "deepagents"]
 SIDES: tuple[Side, ...] = ("fathom", "deepagents")
@@ -282,7 +282,7 @@ def run_side(side: Side) -> dict[str, Any]:
     agent = create_deep_agent(model, **kwargs)
     start = time.perf_counter()
     agent.invoke(
-        {"messages": [{"role": "user", "content": USER_MESSAGE}], "files": seed_files()},
+        {"messages": [{"role": "user", "content": USER_MESSAGE}], "files": starting_files()},
         config={"recursion_limit": 1_000},
     )
     seconds = time.perf_counter() - start

@@ -111,7 +111,7 @@ HANDWRITTEN_SYSTEM_PROMPT = (
     "`research` tool, then answer the user from its report."
 )
 
-SEED_NOTE = (
+PUBLISHED_NOTE = (
     "published capture (deepagents 0.7.5, provider usage): Deep Agents' first call "
     "~2,600 input tokens (2,622) vs a hand-written supervisor's ~350 (347)"
 )
@@ -137,7 +137,7 @@ def file_data(content: str) -> dict[str, str]:
     }
 
 
-def seed_files() -> dict[str, dict[str, str]]:
+def starting_files() -> dict[str, dict[str, str]]:
     """The files the full agent starts with: its memory file and one skill."""
     return {
         "/AGENTS.md": file_data(AGENTS_MD),
@@ -212,7 +212,7 @@ def measure_config(side: Side, config: str) -> dict[str, Any]:
         files: dict[str, Any] = {}
     elif config == "full":
         agent = create_deep_agent(model, **full_agent_kwargs())
-        files = seed_files()
+        files = starting_files()
     else:
         raise ValueError(f"unknown configuration: {config!r}")
     return _first_request(agent, model, files)
@@ -308,7 +308,7 @@ def rows_from(results: dict[Side, dict[str, Any]]) -> list[Row]:
             if key == "system_tokens" and config == "default":
                 note = "deepagents with no harness profile (none matches the scripted model)"
             if key == "total_tokens":
-                note = f"system + tools + user message, cl100k_base; {SEED_NOTE}"
+                note = f"system + tools + user message, cl100k_base; {PUBLISHED_NOTE}"
                 if config == "handwritten":
                     note = "langchain create_agent + 1 wrapper tool, not fathom: the floor; " + note
             rows.append(
@@ -394,7 +394,7 @@ def drive(ref_python: Path) -> int:
         "Fixed prompt overhead of the first model call (cl100k_base tokens)",
         ["configuration", "metric", "unit", "fathom", "deepagents", "deepagents ÷ fathom"],
         table_rows(rows),
-        f"reference: {SEED_NOTE}\ntotal {time.perf_counter() - start:.1f} s",
+        f"reference: {PUBLISHED_NOTE}\ntotal {time.perf_counter() - start:.1f} s",
     )
     return 0
 

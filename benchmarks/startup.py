@@ -7,6 +7,19 @@ Python), the median of 5:
   `python -c "from deepagents import create_deep_agent"`, each minus the median of a bare
   `python -c pass` measured the same way in the same rounds. This is the comparable row:
   both load LangChain, LangGraph and the whole harness.
+* `first agent`: the same import, then `create_deep_agent(model)` once (the time to the
+  first agent), with LangChain's `GenericFakeChatModel` so that neither side loads a
+  provider SDK; minus `python -c pass`. Its CPU time (user + system of the child process,
+  `RUSAGE_CHILDREN`) is reported too: on a shared machine it varies less than wall time.
+* `floor`: `import langchain.agents` on each side (the same LangChain and LangGraph
+  versions on both), which any harness on `create_agent` loads. On fathom's side it is
+  `import fathom, langchain.agents`, so that it, too, leaves out httpx's command-line
+  module (see `fathom._deferred_httpx_cli`; the reference venv has no click, so there
+  httpx skips it anyway).
+* `harness's own share`: in one interpreter, the floor first, then the CPU time
+  (`time.process_time`) of importing the harness and building the first agent. The floor's
+  own variance (seconds on a loaded machine) stays out of it, so this is the steadiest
+  comparison of what each harness adds.
 * `import fathom`: fathom only. fathom's top-level names are imported lazily, so
   `import fathom` loads almost nothing; it is not comparable with deepagents, whose package
   `__init__` imports the harness.
@@ -33,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -52,6 +66,30 @@ DEFAULT_ROUNDS = 5
 ENTRY_CODE: dict[Side, str] = {
     "fathom": "from fathom import create_deep_agent",
     "deepagents": "from deepagents import create_deep_agent",
+}
+FIRST_AGENT_CODE: dict[Side, str] = {
+    side: (
+        f"{code}\n"
+        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel\n"
+        "create_deep_agent(GenericFakeChatModel(messages=iter([])))"
+    )
+    for side, code in ENTRY_CODE.items()
+}
+FLOOR_CODE: dict[Side, str] = {
+    "fathom": "import fathom, langchain.agents",
+    "deepagents": "import langchain.agents",
+}
+OWN_CODE: dict[Side, str] = {
+    side: (
+        f"{FLOOR_CODE[side]}\n"
+        "import time\n"
+        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel\n"
+        "start = time.process_time()\n"
+        f"{ENTRY_CODE[side]}\n"
+        "create_deep_agent(GenericFakeChatModel(messages=iter([])))\n"
+        "print((time.process_time() - start) * 1000)"
+    )
+    for side in SIDES
 }
 PACKAGE_CODE = "import fathom"
 CLI_NAME: dict[Side, str] = {"fathom": "fathom", "deepagents": "deepagents"}
@@ -76,14 +114,39 @@ def _time_ms(cmd: Sequence[str], env: dict[str, str]) -> float:
     Raises:
         RuntimeError: If the command exits non-zero.
     """
+    return _time_wall_cpu_ms(cmd, env)[0]
+
+
+def _printed_ms(cmd: Sequence[str], env: dict[str, str]) -> float:
+    """The number of milliseconds `cmd` prints on its last line.
+
+    Raises:
+        RuntimeError: If the command exits non-zero.
+    """
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
+        raise RuntimeError(f"{cmd[0]} -c ... exited {proc.returncode}:\n{tail}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def _time_wall_cpu_ms(cmd: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) milliseconds of one run of `cmd`.
+
+    Raises:
+        RuntimeError: If the command exits non-zero.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
         msg = f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}"
         raise RuntimeError(msg)
-    return elapsed
+    return elapsed, cpu
 
 
 def _cli_version(side: Side) -> str | None:
@@ -115,6 +178,8 @@ def run_side(side: Side, reps: int, warmup: bool = False) -> dict[str, Any]:
     commands: dict[str, list[str]] = {
         "pass_ms": [python, "-c", "pass"],
         "entry_ms": [python, "-c", ENTRY_CODE[side]],
+        "first_agent_ms": [python, "-c", FIRST_AGENT_CODE[side]],
+        "floor_ms": [python, "-c", FLOOR_CODE[side]],
     }
     if side == "fathom":
         commands["package_ms"] = [python, "-c", PACKAGE_CODE]
@@ -124,9 +189,16 @@ def run_side(side: Side, reps: int, warmup: bool = False) -> dict[str, Any]:
         for cmd in commands.values():
             _time_ms(cmd, env)
     timings: dict[str, list[float]] = {key: [] for key in commands}
+    for key in ("pass", "first_agent"):
+        timings[f"{key}_cpu_ms"] = []
+    timings["own_cpu_ms"] = []
     for _ in range(reps):
         for key, cmd in commands.items():
-            timings[key].append(round(_time_ms(cmd, env), 3))
+            wall, cpu = _time_wall_cpu_ms(cmd, env)
+            timings[key].append(round(wall, 3))
+            if f"{key.removesuffix('_ms')}_cpu_ms" in timings:
+                timings[f"{key.removesuffix('_ms')}_cpu_ms"].append(round(cpu, 3))
+        timings["own_cpu_ms"].append(round(_printed_ms([python, "-c", OWN_CODE[side]], env), 3))
     version = _cli_version(side) if has_cli else None
     return {
         "side": side,
@@ -182,7 +254,9 @@ def _progress(row: dict[str, Any]) -> None:
 
     print(
         f"  {row['side']:<10} python -c pass {med('pass_ms')}, create_deep_agent import "
-        f"{med('entry_ms')}, import fathom {med('package_ms')}, --help {med('help_ms')} "
+        f"{med('entry_ms')}, first agent {med('first_agent_ms')} "
+        f"(CPU {med('first_agent_cpu_ms')}), import fathom {med('package_ms')}, "
+        f"--help {med('help_ms')} "
         f"({row['cli_package'] or 'no command'}); raw medians of {len(row['pass_ms'])}",
         file=sys.stderr,
         flush=True,
@@ -194,6 +268,20 @@ def _net(row: dict[str, Any] | None, key: str) -> float | None:
     if row is None or not row.get(key):
         return None
     return median_of(row[key]) - median_of(row["pass_ms"])
+
+
+def _net_cpu(row: dict[str, Any] | None) -> float | None:
+    """Median CPU of the first-agent command minus the median CPU of `python -c pass`."""
+    if row is None or not row.get("first_agent_cpu_ms"):
+        return None
+    return median_of(row["first_agent_cpu_ms"]) - median_of(row["pass_cpu_ms"])
+
+
+def _own(row: dict[str, Any] | None) -> float | None:
+    """Median CPU of importing the harness and building one agent, LangChain loaded first."""
+    if row is None or not row.get("own_cpu_ms"):
+        return None
+    return median_of(row["own_cpu_ms"])
 
 
 def _raw(row: dict[str, Any] | None, key: str) -> float | None:
@@ -227,6 +315,47 @@ def rows_from(results: dict[Side, dict[str, Any]], rounds: int = DEFAULT_ROUNDS)
             _net(fathom, "entry_ms"),
             _net(ref, "entry_ms"),
             note=f"`from <pkg> import create_deep_agent` minus `python -c pass`, {runs}{missing}",
+        ),
+        Row(
+            SECTION,
+            "first agent: import + create_deep_agent",
+            "ms",
+            _net(fathom, "first_agent_ms"),
+            _net(ref, "first_agent_ms"),
+            note=(
+                "the import, then one `create_deep_agent(GenericFakeChatModel(...))`, wall "
+                f"time minus `python -c pass`, {runs}{missing}"
+            ),
+        ),
+        Row(
+            SECTION,
+            "first agent, CPU",
+            "ms",
+            _net_cpu(fathom),
+            _net_cpu(ref),
+            note=f"user + system CPU of the same command minus `python -c pass`, {runs}",
+        ),
+        Row(
+            SECTION,
+            "floor: import langchain.agents",
+            "ms",
+            _net(fathom, "floor_ms"),
+            _net(ref, "floor_ms"),
+            note=(
+                "what both sides load before any harness code (LangChain, LangGraph, "
+                f"langsmith), minus `python -c pass`, {runs}"
+            ),
+        ),
+        Row(
+            SECTION,
+            "harness's own share: import + first agent, CPU",
+            "ms",
+            _own(fathom),
+            _own(ref),
+            note=(
+                "process CPU of the harness import and one create_deep_agent, in an "
+                f"interpreter that has loaded the floor first, {runs}"
+            ),
         ),
         Row(
             SECTION,

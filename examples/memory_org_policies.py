@@ -3,7 +3,7 @@
 Deep Agents tutorial, section 12.3.2 (组织级记忆 / organisation-level memory) with 12.3.4
 (只读记忆与可写记忆 / read-only vs writable memory): `memory=["/memories/preferences.md",
 "/policies/compliance.md"]`, `/memories/` keyed by the user and `/policies/` by
-`rt.context.org_id`, the policy seeded from application code, and read-only enforced with a
+`rt.context.org_id`, the policy written by application code, and read-only enforced with a
 permission (`FilesystemPermission(operations=["write"], paths=["/policies/**"],
 mode="deny")`, the rule of section 7.6).
 
@@ -12,7 +12,7 @@ Ported to fathom: only the imports change (`deepagents` → `fathom`, `deepagent
 its system prompt, saves the user's preferences, and tries to change a policy when asked.
 Other changes, each marked in the code:
 
-- Seeding: the tutorial calls `await client.store.put_item((org_id,), "/compliance.md", ...)`
+- Storing: the tutorial calls `await client.store.put_item((org_id,), "/compliance.md", ...)`
   with `langgraph_sdk.get_client(url="<DEPLOYMENT_URL>")`, which needs a deployment; here
   the same item goes into the local store with `store.put`.
 - `store=InMemoryStore()`, a `context_schema` with `org_id`, and `permissions=[...]` are
@@ -130,7 +130,7 @@ def main() -> dict[str, Any]:
     store = InMemoryStore()  # added: the platform provides the store when deployed
     org_id = "acme"
 
-    # Seed the organisation's memory from application code.
+    # Write the organisation's memory from application code.
     # was: await client.store.put_item((org_id,), "/compliance.md", create_file_data(...))
     store.put(
         (org_id,),

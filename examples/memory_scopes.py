@@ -3,7 +3,7 @@
 Deep Agents tutorial, section 12.2 (记忆范围 / memory scopes): agent-level memory with the
 `/memories/` route keyed by `(rt.server_info.assistant_id,)`, user-level memory keyed by
 `(rt.server_info.user.identity,)`, and the full example "isolated memory across users"
-(preferences seeded for `user-alice` and `user-bob`, a backend factory, one question).
+(preferences stored for `user-alice` and `user-bob`, a backend factory, one question).
 
 Ported to fathom: only the imports change (`deepagents` → `fathom`, `deepagents.backends` →
 `fathom.backends`); the hosted model becomes a `ScriptedModel` that follows the memory in
@@ -21,7 +21,7 @@ created yet, else `edit_file`). Other changes, each marked in the code:
   a backend behind the `/memories/` route sees paths without it, so the tutorial's key
   would be the file `/memories/memories/preferences.md`.
 - Skills (`skills=["/skills/"]`) are kept but not the subject here (see the skills
-  examples); in the full example Alice's seeded skill is offered to Alice only. In the
+  examples); in the full example Alice's stored skill is offered to Alice only. In the
   local run without the server's config the skill source cannot be read either, and the
   skills middleware warns about it.
 
@@ -269,7 +269,7 @@ def isolated_users() -> dict[str, Any]:
 
     store = InMemoryStore()  # Use platform store when deploying to LangSmith
 
-    # Seed preferences for two users
+    # Store preferences for two users
     store.put(
         ("user-alice",),
         "/preferences.md",  # was: "/memories/preferences.md" (the route prefix is not stored)
@@ -287,7 +287,7 @@ def isolated_users() -> dict[str, Any]:
 """),
     )
 
-    # Seed a skill for Alice
+    # Store a skill for Alice
     store.put(
         ("user-alice",),
         "/langgraph-docs/SKILL.md",  # was: "/skills/langgraph-docs/SKILL.md"
@@ -323,7 +323,7 @@ Use the fetch_url tool to read https://docs.langchain.com/llms.txt, then fetch r
         store=store,
     )
 
-    print("isolated memory across users (seeded preferences):")
+    print("isolated memory across users (stored preferences):")
     # When deployed, each authenticated request resolves
     # `rt.server_info.user.identity` to the calling user, so Alice and Bob
     # automatically see only their own preferences.

@@ -252,7 +252,7 @@ RULE_SETS: dict[str, list[FilesystemPermission]] = {
 def rule_sets() -> dict[str, dict[str, Any]]:
     """11.3: the same five operations under each rule set, over the default StateBackend."""
     backend = StateBackend()
-    seeded = {path: create_file_data(content) for path, content in WORKSPACE.items()}
+    workspace = {path: create_file_data(content) for path, content in WORKSPACE.items()}
     results = {}
     for name, permissions in RULE_SETS.items():
         print(f"{name}:")
@@ -262,7 +262,7 @@ def rule_sets() -> dict[str, dict[str, Any]]:
             permissions=permissions,
         )
         message = {"role": "user", "content": "Work on the project."}
-        state = agent.invoke({"messages": [message], "files": dict(seeded)})
+        state = agent.invoke({"messages": [message], "files": dict(workspace)})
         results[name] = {"state": state, "rows": outcomes(state)}
     return results
 

@@ -16,7 +16,7 @@ becomes a `ScriptedModel` that picks the listed skill whose name fits the reques
 SKILL.md with `read_file` and gives the reply that SKILL.md prescribes, so the output shows
 which copy of a skill the agent followed. The tutorial's `...` (other arguments) is empty
 here. The skills themselves are not in the tutorial and are written for this example: for
-13.5 they are seeded into the default `StateBackend` with `invoke({"files": ...})`; for the
+13.5 they are put into the default `StateBackend` with `invoke({"files": ...})`; for the
 layering, `<user-home>` and `<project-root>` are temporary directories read through
 `FilesystemBackend(root_dir=<project-root>)`, and `<project-root>/.deepagents/skills/` is left
 missing (a missing source is skipped).

@@ -1,4 +1,4 @@
-"""Skills seeded into the default `StateBackend` with `invoke({"files": ...})`.
+"""Skills put into the default `StateBackend` with `invoke({"files": ...})`.
 
 Deep Agents tutorial, section 3.7 (技能 / Skills, "statebackend"), repeated in section 13.4
 (使用 / Usage, StateBackend): the `langgraph-docs` skill is put into the agent's in-state
@@ -134,7 +134,7 @@ def main() -> dict[str, Any]:
                     "content": "What is langgraph?",
                 }
             ],
-            # Seed the default StateBackend's in-state filesystem (virtual paths must start with "/").  # noqa: E501
+            # Fill the default StateBackend's in-state filesystem (virtual paths must start with "/").  # noqa: E501
             "files": skills_files
         },
         config={"configurable": {"thread_id": "12345"}},

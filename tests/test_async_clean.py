@@ -98,7 +98,7 @@ def scripted_run(max_filler: int = 80) -> tuple[ScriptedModel, dict[str, Any]]:
     return ScriptedModel(policy=policy, profile={"max_input_tokens": 8_000}), seen
 
 
-async def _seeded_store(log: SyncCallLog) -> AsyncOnlyStore:
+async def _filled_store(log: SyncCallLog) -> AsyncOnlyStore:
     store = AsyncOnlyStore(InMemoryStore(), log)
     stamp = "2024-01-01T00:00:00Z"
     for path, text in {"/AGENTS.md": MEMORY_TEXT, "/skills/research/SKILL.md": SKILL}.items():
@@ -126,7 +126,7 @@ def test_the_doubles_refuse_sync_calls_and_log_them():
 @pytest.mark.parametrize("mode", ["ainvoke", "astream"])
 async def test_an_async_run_never_calls_a_sync_backend_or_store_method(mode):
     log = SyncCallLog()
-    store = await _seeded_store(log)
+    store = await _filled_store(log)
     backend = AsyncOnlyBackend(StoreBackend(store=store, namespace=NAMESPACE), log)
     model, seen = scripted_run()
     agent = create_deep_agent(

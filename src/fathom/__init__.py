@@ -9,6 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from fathom import _deferred_httpx_cli
+
+# LangGraph imports httpx; its command-line module (click, rich, pygments) waits until used
+_deferred_httpx_cli.install()
+
 if TYPE_CHECKING:
     from fathom.agent import create_deep_agent
     from fathom.backends import BackendProtocol, StateBackend, create_file_data

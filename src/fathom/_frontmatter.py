@@ -19,8 +19,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 __all__ = [
     "MAX_FRONT_MATTER_CHARS",
     "MAX_FRONT_MATTER_NODES",
@@ -106,6 +104,8 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
             f"its front matter is {len(block):,} characters long; the limit is "
             f"{MAX_FRONT_MATTER_CHARS:,}. Move long text into the body"
         )
+    import yaml  # here, not at the top: agents without skills or memory never need it
+
     try:
         data = yaml.safe_load(block)
     except yaml.YAMLError as error:

@@ -14,9 +14,8 @@ change that message, so the restored arguments are always the approved ones.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -30,6 +29,7 @@ ELIDED_ARGS_KEY = "fathom_args_in_message"
 """Marker set on a dispatched tool call whose arguments are to be read from its message."""
 
 _EDGE_NAME = "model_to_tools"
+_WRAPPED = "_fathom_elides_args"
 
 
 def _elide(call: Any, unique_ids: set[str]) -> Any:
@@ -49,46 +49,32 @@ def _elide_sends(result: Any) -> Any:
     ]
 
 
-def _interrupt_nodes(nodes: Sequence[str] | Literal["*"]) -> list[str] | Literal["*"]:
-    """A compiled graph's interrupt nodes in the form `compile()` takes them back."""
-    return "*" if nodes == "*" else list(nodes)
-
-
 def compact_tool_dispatch(
     agent: CompiledStateGraph[StateT, ContextT, InputT, OutputT],
 ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
-    """Recompile `agent` (from `create_agent`) with argument-free tool dispatch.
+    """Give `agent` (from `create_agent`) argument-free tool dispatch, without recompiling.
 
-    Returns `agent` unchanged when its graph has no tool edge (an agent without tools).
+    The compiled graph routes through the builder's branch object, which reads its `path`
+    runnable on every call, so swapping that runnable's function in place changes the
+    routing of the graph already compiled: the agent is compiled once, by `create_agent`.
+    An agent without tools has no tool edge and is returned as it is.
     """
-    builder = agent.builder
-    found = False
-    for branches in builder.branches.values():
+    for branches in agent.builder.branches.values():
         spec = branches.get(_EDGE_NAME)
         if spec is None:
             continue
         # LangGraph types a branch's path as a Runnable; it is a RunnableCallable with `func`.
-        edge = spec.path.func  # pyright: ignore[reportAttributeAccessIssue]
+        path = spec.path
+        edge = path.func  # pyright: ignore[reportAttributeAccessIssue]
+        if getattr(edge, _WRAPPED, False):
+            continue
 
         def model_to_tools(state: Any, _edge: Callable[[Any], Any] = edge) -> Any:
             return _elide_sends(_edge(state))
 
-        path = copy.copy(spec.path)
+        setattr(model_to_tools, _WRAPPED, True)
         path.func = model_to_tools  # pyright: ignore[reportAttributeAccessIssue]
-        branches[_EDGE_NAME] = spec._replace(path=path)
-        found = True
-    if not found:
-        return agent
-    return builder.compile(
-        checkpointer=agent.checkpointer,
-        store=agent.store,
-        interrupt_before=_interrupt_nodes(agent.interrupt_before_nodes),
-        interrupt_after=_interrupt_nodes(agent.interrupt_after_nodes),
-        debug=agent.debug,
-        name=agent.name,
-        cache=agent.cache,
-        transformers=agent.stream_transformers,
-    ).with_config(agent.config or {})
+    return agent
 
 
 def _restored(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:

@@ -545,12 +545,12 @@ def test_edit_size_limits(vfs: FilesystemBackend, root: Path) -> None:
     assert vfs.edit("/big.txt", "a", "b").error == BackendError(
         K.TOO_LARGE, "/big.txt", count=MAX_EDIT_BYTES + 1, limit=MAX_EDIT_BYTES
     )
-    (root / "grow.txt").write_text("x" * (MAX_EDIT_BYTES - 10) + "SEED")
-    assert vfs.edit("/grow.txt", "SEED", "y" * 100).error == BackendError(
+    (root / "grow.txt").write_text("x" * (MAX_EDIT_BYTES - 10) + "MARK")
+    assert vfs.edit("/grow.txt", "MARK", "y" * 100).error == BackendError(
         K.TOO_LARGE, "/grow.txt", count=MAX_EDIT_BYTES + 90, limit=MAX_EDIT_BYTES
     )
     assert (root / "grow.txt").stat().st_size == MAX_EDIT_BYTES - 6
-    assert kind(vfs.edit("/grow.txt", "SEED", "\udcff")) == K.INVALID
+    assert kind(vfs.edit("/grow.txt", "MARK", "\udcff")) == K.INVALID
 
 
 def test_edit_failing_at_replace_leaves_the_original(

@@ -104,8 +104,11 @@ def test_step_rows_ratio(step_overhead: ModuleType) -> None:
 def test_startup_worker_times(startup_row: dict[str, Any]) -> None:
     row = startup_row
     assert row["side"] == "fathom"
-    for key in ("pass_ms", "entry_ms", "package_ms"):
+    for key in ("pass_ms", "entry_ms", "package_ms", "first_agent_ms", "floor_ms",
+                "pass_cpu_ms", "first_agent_cpu_ms", "own_cpu_ms"):
         assert len(row[key]) == 1 and row[key][0] > 0
+    # building the first agent costs CPU beyond the bare interpreter
+    assert row["first_agent_cpu_ms"][0] > row["pass_cpu_ms"][0]
     # Importing LangChain and LangGraph takes far longer than a bare interpreter.
     assert row["entry_ms"][0] > row["pass_ms"][0]
     fathom_cli = Path(sys.executable).parent / "fathom"
@@ -122,9 +125,15 @@ def test_startup_rows(startup: ModuleType, startup_row: dict[str, Any]) -> None:
     by_metric = {r.metric: r for r in rows}
     assert set(by_metric) == {
         "import create_deep_agent",
+        "first agent: import + create_deep_agent",
+        "first agent, CPU",
+        "floor: import langchain.agents",
+        "harness's own share: import + first agent, CPU",
         "import fathom (lazy names)",
         "CLI --help",
     }
+    first = by_metric["first agent: import + create_deep_agent"]
+    assert first.fathom is not None and first.fathom > 0 and first.deepagents is None
     entry = by_metric["import create_deep_agent"]
     assert entry.fathom is not None and entry.fathom > 0
     assert entry.deepagents is None and "no reference env" in entry.note
@@ -136,12 +145,20 @@ def test_startup_rows(startup: ModuleType, startup_row: dict[str, Any]) -> None:
 
 
 def test_startup_rows_without_reference_command(startup: ModuleType) -> None:
-    fathom = {"pass_ms": [10.0], "entry_ms": [110.0], "package_ms": [15.0], "help_ms": [40.0]}
-    ref = {"pass_ms": [12.0, 10.0, 11.0], "entry_ms": [131.0], "help_ms": None, "cli": None}
+    fathom = {"pass_ms": [10.0], "entry_ms": [110.0], "package_ms": [15.0], "help_ms": [40.0],
+              "first_agent_ms": [130.0], "floor_ms": [100.0], "pass_cpu_ms": [8.0],
+              "first_agent_cpu_ms": [108.0], "own_cpu_ms": [20.0]}
+    ref = {"pass_ms": [12.0, 10.0, 11.0], "entry_ms": [131.0], "help_ms": None, "cli": None,
+           "first_agent_ms": [171.0], "floor_ms": [101.0], "pass_cpu_ms": [9.0],
+           "first_agent_cpu_ms": [159.0], "own_cpu_ms": [70.0]}
     rows = startup.rows_from({"fathom": fathom, "deepagents": ref}, rounds=1)
-    entry, package, help_row = rows
+    entry, first, cpu, floor, own, package, help_row = rows
     assert (entry.fathom, entry.deepagents) == (100.0, 120.0)
     assert entry.ratio == pytest.approx(1.2)
+    assert (first.fathom, first.deepagents) == (120.0, 160.0)
+    assert (cpu.fathom, cpu.deepagents) == (100.0, 150.0)
+    assert (floor.fathom, floor.deepagents) == (90.0, 90.0)
+    assert (own.fathom, own.deepagents) == (20.0, 70.0)
     assert package.fathom == 5.0 and package.deepagents is None
     assert help_row.fathom == 40.0 and help_row.deepagents is None
     assert "no `deepagents` command" in help_row.note

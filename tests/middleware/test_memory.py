@@ -213,7 +213,7 @@ def test_unchanged_memory_writes_nothing_on_later_runs():
         checkpointer=InMemorySaver(),
     )
     config = thread("quiet")
-    seed = {**user("one"), "files": {"/AGENTS.md": create_file_data("Be brief.")}}
+    start = {**user("one"), "files": {"/AGENTS.md": create_file_data("Be brief.")}}
 
     def memory_updates(payload: dict[str, Any]) -> list[Any]:
         return [
@@ -223,7 +223,7 @@ def test_unchanged_memory_writes_nothing_on_later_runs():
             if node == "MemoryMiddleware.before_agent"
         ]
 
-    assert memory_updates(seed) == [{"memory_files": {"/AGENTS.md": {"content": "Be brief."}}}]
+    assert memory_updates(start) == [{"memory_files": {"/AGENTS.md": {"content": "Be brief."}}}]
     assert memory_updates(user("two")) == [None]
 
 

@@ -508,7 +508,7 @@ def test_the_catalogue_is_written_only_when_it_changes():
     model = answering()
     agent = plain_agent(model, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
-    seeded = files({"/skills/web-search/SKILL.md": WEB})
+    stored = files({"/skills/web-search/SKILL.md": WEB})
 
     def hook_updates(message: str, extra: dict[str, Any] | None = None) -> list[Any]:
         chunks = agent.stream(
@@ -521,8 +521,8 @@ def test_the_catalogue_is_written_only_when_it_changes():
             if node == "SkillsMiddleware.before_agent"
         ]
 
-    assert hook_updates("one", {"files": seeded}) == [
-        {SKILLS_STATE_KEY: load(StateBackend(), ["/skills/"], {"files": seeded})}
+    assert hook_updates("one", {"files": stored}) == [
+        {SKILLS_STATE_KEY: load(StateBackend(), ["/skills/"], {"files": stored})}
     ]
     assert hook_updates("two") == [None]  # same catalogue: nothing written
     more = files({"/skills/langgraph-docs/SKILL.md": DOCS})

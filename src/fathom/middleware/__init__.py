@@ -1,25 +1,44 @@
 """Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
-from fathom.middleware.async_tasks import AsyncSubAgent, AsyncTask, TaskEvent
-from fathom.middleware.execute import ExecuteMiddleware
-from fathom.middleware.filesystem import FilesystemMiddleware
-from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
-from fathom.middleware.memory import MemoryMiddleware
-from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
-from fathom.middleware.planning import PlanningMiddleware
-from fathom.middleware.skills import SkillsMiddleware
-from fathom.middleware.subagents import SubAgentMiddleware
-from fathom.middleware.summarization import (
-    SummarizationMiddleware,
-    SummarizationToolMiddleware,
-    create_summarization_tool_middleware,
-)
-
 if TYPE_CHECKING:
+    from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
+    from fathom.middleware.async_tasks import AsyncSubAgent, AsyncTask, TaskEvent
     from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+    from fathom.middleware.execute import ExecuteMiddleware
+    from fathom.middleware.filesystem import FilesystemMiddleware
+    from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
+    from fathom.middleware.memory import MemoryMiddleware
+    from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
+    from fathom.middleware.planning import PlanningMiddleware
+    from fathom.middleware.skills import SkillsMiddleware
+    from fathom.middleware.subagents import SubAgentMiddleware
+    from fathom.middleware.summarization import (
+        SummarizationMiddleware,
+        SummarizationToolMiddleware,
+        create_summarization_tool_middleware,
+    )
+
+_WHERE = {
+    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents",
+    "AsyncSubAgent": "fathom.middleware.async_tasks",
+    "AsyncTask": "fathom.middleware.async_tasks",
+    "TaskEvent": "fathom.middleware.async_tasks",
+    "ExecuteMiddleware": "fathom.middleware.execute",
+    "FilesystemMiddleware": "fathom.middleware.filesystem",
+    "HumanInTheLoopMiddleware": "fathom.middleware.human_in_the_loop",
+    "MemoryMiddleware": "fathom.middleware.memory",
+    "PatchToolCallsMiddleware": "fathom.middleware.patch_tool_calls",
+    "PlanningMiddleware": "fathom.middleware.planning",
+    "SkillsMiddleware": "fathom.middleware.skills",
+    "SubAgentMiddleware": "fathom.middleware.subagents",
+    "SummarizationMiddleware": "fathom.middleware.summarization",
+    "SummarizationToolMiddleware": "fathom.middleware.summarization",
+    "create_summarization_tool_middleware": "fathom.middleware.summarization",
+    "CodeInterpreterMiddleware": "fathom.middleware.code_interpreter",
+}
 
 __all__ = [
     "AsyncSubAgent",
@@ -42,9 +61,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`CodeInterpreterMiddleware` is imported on first use: it needs `fathom[code]`."""
-    if name == "CodeInterpreterMiddleware":
-        from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+    """Each name is imported on first use, so importing one middleware module does not load
+    them all (`CodeInterpreterMiddleware` also needs `fathom[code]`)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-        return CodeInterpreterMiddleware
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

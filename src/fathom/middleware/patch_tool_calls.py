@@ -74,11 +74,11 @@ def patch_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage] | 
 
 def _invalid_call_id(message: AIMessage, position: int, call: InvalidToolCall) -> str:
     """A stable id for an id-less malformed call: the same message gets the same id."""
-    seed = json.dumps(
+    key = json.dumps(
         [message.id, position, call.get("name"), call.get("args"), call.get("error")],
         default=str,
     )
-    return "invalid_" + hashlib.sha256(seed.encode()).hexdigest()[:16]
+    return "invalid_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _with_invalid_call_ids(message: AIMessage) -> AIMessage:

@@ -398,7 +398,7 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
     Args:
         backend: A `BackendProtocol`, or a factory `(runtime) -> BackendProtocol`, that
             holds the skill sources. Defaults to `StateBackend()` (files in the thread's
-            state, seeded with `invoke({"files": {...}})`). Use the backend the
+            state, filled with `invoke({"files": {...}})`). Use the backend the
             filesystem tools use, so the model can `read_file` the paths listed.
         sources: Skill source directories, lowest priority first: each subdirectory that
             holds a `SKILL.md` is a skill, and a source that holds a `SKILL.md` itself is
