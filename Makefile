@@ -12,6 +12,10 @@ LGDEV_STAMP := $(LGDEV_VENV)/.installed
 # against it, and tests/test_async_interop_reference.py runs its async subagents against fathom.
 REF_VENV := benchmarks/.venv-deepagents
 REF_STAMP := $(REF_VENV)/.installed
+# Arize Phoenix, an OpenTelemetry collector and trace viewer, in its own environment (its
+# pinned dependencies are many): tests/tracing/test_phoenix.py sends fathom's spans to it.
+PHOENIX_VENV := benchmarks/.venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 
 .PHONY: test demo lint typecheck clean bench
 
@@ -21,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e '.[dev,openai,anthropic]'
 	touch $(STAMP)
 
-test: $(STAMP) $(LGDEV_STAMP) $(REF_STAMP)
+test: $(STAMP) $(LGDEV_STAMP) $(REF_STAMP) $(PHOENIX_STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/basedpyright
 	$(BIN)/pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
@@ -49,6 +53,11 @@ $(LGDEV_STAMP): pyproject.toml
 	$(LGDEV_VENV)/bin/pip install -q 'langgraph-cli[inmem]==0.4.40' -e .
 	touch $(LGDEV_STAMP)
 
+$(PHOENIX_STAMP):
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install -q arize-phoenix==20.26.1
+	touch $(PHOENIX_STAMP)
+
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
@@ -61,4 +70,4 @@ bench: $(STAMP) $(BENCH_STAMP) $(REF_STAMP) $(LGDEV_STAMP)
 	$(BIN)/python benchmarks/sandbox.py
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) $(LGDEV_VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(REF_VENV) $(LGDEV_VENV) $(PHOENIX_VENV) build *.egg-info src/*.egg-info

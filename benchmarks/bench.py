@@ -42,6 +42,10 @@ SECTIONS = (
     "startup",
     "server",  # issue 17: fathom serve against langgraph dev (the reference column)
     "dynamic_subagents",  # issue 19: one eval vs task calls; Monty vs QuickJS start-up
+    "fan_out",  # issue 23: 4, 16 and 64 subagents at once, sync and async, wall / L
+    # issue 23: spans on vs off, per step; present once the tracing benchmark exists
+    *(("tracing_overhead",) if (Path(__file__).resolve().parent / "tracing_overhead.py")
+      .exists() else ()),
 )
 
 

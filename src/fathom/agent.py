@@ -69,7 +69,14 @@ from fathom.prompt import (
 from fathom.runs import ThreadGuardedGraph
 from fathom.state import DeepAgentState
 
-__all__ = ["create_deep_agent"]
+__all__ = ["MAX_CONCURRENCY", "create_deep_agent"]
+
+MAX_CONCURRENCY = 256
+"""The default `max_concurrency` of every agent graph: how many of a step's tool calls
+(parallel `task` calls among them) run at once. LangGraph's sync `invoke` runs them in a
+thread pool of `max_concurrency` threads, which unset is Python's default of
+min(32, CPU cores + 4): six parallel subagents at a time on a 2-core machine, where `ainvoke`
+runs them all. A run's own `config={"max_concurrency": n}` still wins."""
 
 
 def _initial_system_message(
@@ -220,7 +227,7 @@ def _build_graph(
         name=name,
         cache=cache,
     )
-    return compact_tool_dispatch(agent)
+    return compact_tool_dispatch(agent).with_config(max_concurrency=MAX_CONCURRENCY)
 
 
 def _offers_execute(backend: Any, permissions: Sequence[Any] | None = None) -> bool:
@@ -545,5 +552,19 @@ def create_deep_agent(
         interrupt_on=interrupt_on,
         state_schema=state_schema,
     )
+    _add_tracing(graph)
     # one run per thread at a time: a second one would overwrite the first's turn
     return ThreadGuardedGraph.from_graph(graph) if checkpointer is not None else graph
+
+
+def _add_tracing(graph: Any) -> None:
+    """Give `graph` the tracing callback handler when `fathom.tracing` is on (else nothing).
+
+    The handler sits in the graph's own config, so every run of it (and of the subagents it
+    starts, which inherit its callbacks) is traced without the caller passing it.
+    """
+    from fathom.tracing.settings import active_handler
+
+    handler = active_handler()
+    if handler is not None:
+        graph.config = {**(graph.config or {}), "callbacks": [handler]}

@@ -39,6 +39,7 @@ from fathom.middleware.async_transport import (
     status_code,
 )
 from fathom.middleware.subagents import fork_messages
+from fathom.tracing.settings import trace_metadata
 
 __all__ = ["TaskTracker", "build_async_tools", "check_report", "observe", "observed_record"]
 
@@ -297,6 +298,9 @@ class TaskTracker:
             options["context"] = context
         elif reference := self.parent_reference(spec, runtime):
             options["config"] = {"configurable": {PARENT_KEY: reference}}
+        # the child's run continues the trace of this tool call
+        if trace := trace_metadata(runtime.config, runtime.tool_call_id):
+            options["metadata"] = trace
         return options
 
     # ------------------------------------------------------------------ the tools

@@ -45,6 +45,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
+from fathom.cache_metrics import PREFIX_METADATA_KEY, PrefixRecorder, merge_metadata
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
 from fathom.server.execution.locks import KeyedLocks
@@ -375,7 +376,8 @@ class RunManager:
                 elif status != "rollback":
                     self._outputs.keep(run_id, _output_of(snap))
                 waiting = bool(snap and is_interrupted(snap))
-            await self._update_thread(run, error, waiting, keep_run=status != "rollback")
+            await self._update_thread(run, error, waiting, keep_run=status != "rollback",
+                                      prefix=end.prefix if end is not None else None)
         except Exception:
             logger.exception("could not record the end of run %s", run_id)
         finally:
@@ -422,9 +424,11 @@ class RunManager:
             await graph.aupdate_state(target, None, as_node="__copy__")
 
     async def _update_thread(
-        self, run: dict[str, Any], error: dict[str, Any] | None, waiting: bool, *, keep_run: bool
+        self, run: dict[str, Any], error: dict[str, Any] | None, waiting: bool, *, keep_run: bool,
+        prefix: PrefixRecorder | None = None,
     ) -> None:
-        """Record the thread's status after ``run`` (and the run's record, in the same batch)."""
+        """Record the thread's status after ``run`` (and the run's record, in the same batch),
+        and add the run's prompt-cache prefix figures to its ``fathom_prefix`` metadata."""
         run_id, thread_id = run["run_id"], run["thread_id"]
         thread = await self.records.get_thread(thread_id)
         if thread is None:
@@ -439,6 +443,11 @@ class RunManager:
         else:
             thread["status"] = "interrupted" if waiting else "idle"
         thread["error"] = error
+        if prefix is not None and prefix.agents():
+            metadata = dict(thread.get("metadata") or {})
+            metadata[PREFIX_METADATA_KEY] = merge_metadata(metadata.get(PREFIX_METADATA_KEY),
+                                                           prefix)
+            thread["metadata"] = metadata
         stamp = now_iso()
         thread["updated_at"] = thread["state_updated_at"] = stamp
         await self.records.put_many(threads=[thread], runs=[run] if keep_run else [])

@@ -23,8 +23,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
+
+from fathom.cache_metrics import PrefixRecorder
+from fathom.tracing.settings import run_span
 
 __all__ = ["RunEnd", "build_config", "build_input", "stream_run"]
 
@@ -100,6 +104,8 @@ class RunEnd:
     """The last ``values`` chunk of the root graph (None if it sent none)."""
     paused: bool = False
     """Whether the root graph stopped at a pause (an ``__interrupt__`` update)."""
+    prefix: PrefixRecorder | None = None
+    """The run's prompt-cache prefix figures per agent (set when the stream ends)."""
 
     @property
     def finished(self) -> bool:
@@ -156,8 +162,20 @@ async def stream_run(
 ) -> RunEnd:
     """Invoke ``graph`` for ``run``, emit its stream events, and say how it ended.
 
-    Exceptions (and cancellation) propagate.
+    Exceptions (and cancellation) propagate. A ``fathom.cache_metrics.PrefixRecorder``
+    measures how much each model request repeats the previous one (``RunEnd.prefix``). With
+    tracing on (``fathom.tracing``) the run is a span of its own, the parent of the graph's
+    spans.
     """
+    graph_id = str((config.get("configurable") or {}).get("graph_id") or "")
+    prefix = PrefixRecorder()  # the run's prompt-cache prefix figures, kept on its thread
+    with run_span(run, graph_id):
+        end = await _stream(graph, run, merge_configs(config, {"callbacks": [prefix]}), emit)
+    end.prefix = prefix
+    return end
+
+
+async def _stream(graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit) -> RunEnd:
     kwargs = run["kwargs"]
     requested = list(kwargs.get("stream_mode") or ["values"])
     modes = {m for m in requested if m != "events"} | {"values", "updates"}

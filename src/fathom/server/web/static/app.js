@@ -762,11 +762,21 @@ function renderUsage() {
   }
   const box = $("usage");
   if (!rows.size) { box.replaceChildren(el("p", { class: "muted", text: "No model calls yet." })); return; }
+  // the server's prompt-cache figures: how much of each request repeated the previous one
+  const prefix = (S.thread && S.thread.metadata && S.thread.metadata.fathom_prefix) || {};
+  const sticky = (agent) => {
+    const entry = prefix[agent] || (agent === threadAssistant() ? prefix["(unnamed agent)"] : null);
+    return entry && typeof entry.mean === "number" ? `${(entry.mean * 100).toFixed(1)} %` : "–";
+  };
   box.replaceChildren(el("table", { class: "usage" },
-    el("thead", {}, el("tr", {}, ["Agent", "Calls", "In", "Out"].map((h) => el("th", { scope: "col", text: h })))),
+    el("thead", {}, el("tr", {}, ["Agent", "Calls", "In", "Out", "Prefix kept"].map((h) => el("th", {
+      scope: "col", text: h,
+      title: h === "Prefix kept" ? "Mean share of each model request's previous request that it repeats from the start (prompt-cache reuse)" : undefined,
+    })))),
     el("tbody", {}, [...rows].map(([agent, row]) => el("tr", { "data-agent": agent },
       el("th", { scope: "row", text: agent }), el("td", { text: row.calls }),
-      el("td", { text: row.input }), el("td", { text: row.output }))))));
+      el("td", { text: row.input }), el("td", { text: row.output }),
+      el("td", { class: "sticky", text: sticky(agent) }))))));
 }
 
 function renderBanner() {
