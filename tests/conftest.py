@@ -21,15 +21,24 @@ SLOW_FILES = frozenset(
         "acp_agent/test_modes.py",
         "acp_agent/test_mcp_and_bad_input.py",
         "cli/test_command_pty.py",
+        "cli/test_pty_line_editor.py",
+        "cli/test_scripting.py",  # these spawn `fathom` (and `fathom serve`)
+        "cli/test_pty_remote.py",
+        "cli/test_pty_undo.py",
+        "cli/test_pty_approvals.py",
         "cli/test_demo_server.py",
         "cli/test_tasks_command.py",
         "cli/test_mcp_command.py",
+        "cli/test_pty_output.py",
         "mcp_protocol/test_mcp_client_stdio.py",
         "mcp_protocol/test_mcp_client_http.py",
         "mcp_protocol/test_mcp_serve.py",
         "test_examples.py",
+        "tracing/test_phoenix.py",  # starts a Phoenix server
+        "tracing/test_switch.py",  # a fresh interpreter per check
         "test_sandbox_agent.py",
         "test_resume_after_kill.py",
+        "test_startup_imports.py",  # fresh interpreters
         "test_async_subagents_http.py",
         "test_async_interop_langgraph_dev.py",
         "test_async_interop_reference.py",
@@ -41,6 +50,7 @@ SLOW_FILES = frozenset(
         "patterns/test_patterns_benchmark.py",
         "server/test_serve_cli.py",
         "web/test_web_page.py",
+        "web/test_web_prefix.py",
         "web/test_serve_open.py",
         "server/test_contract_assistants.py",
         "server/test_contract_concurrency.py",

@@ -35,8 +35,9 @@ if not FATHOM.exists():  # pragma: no cover - a venv without the console script
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>78]|\r")
 _BANNER = re.compile(r"fathom · (\S+) · thread (\w+) \((new|resumed)\) · ")
 # The input prompt at the start of a line; rich may leave cursor escapes just before it, and
-# plain lines such as "model › ..." never have it at the start.
-_PROMPT = re.compile(r"\n(?:\x1b\[[0-9;?]*[A-Za-z])*› ")
+# plain lines such as "model › ..." never have it at the start. The line editor
+# (prompt_toolkit) draws the prompt's trailing space as a cursor move.
+_PROMPT = re.compile(r"\n(?:\x1b\[[0-9;?]*[A-Za-z])*›(?: |\x08\x1b\[2C)")
 
 
 def strip_ansi(text: str) -> str:
@@ -51,13 +52,17 @@ def human_texts(messages: list[BaseMessage]) -> list[str]:
 
 def fathom_env(home: Path, **extra: str) -> dict[str, str]:
     """A clean environment for the command: no provider keys, no FATHOM_MODEL, no proxies,
-    no EDITOR, a private HOME, a UTF-8 locale and a colour terminal."""
+    no EDITOR, a private HOME, a UTF-8 locale and a colour terminal (that, like pexpect's
+    pty, does not answer cursor position requests)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TERM": "xterm-256color",
+        # pexpect's pty answers no cursor position requests; the line editor would wait
+        # for the answer and then print a warning about the terminal.
+        "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     if "TMPDIR" in os.environ:
         env["TMPDIR"] = os.environ["TMPDIR"]

@@ -127,7 +127,8 @@ def test_approve_at_the_prompt_writes_the_file(fathom_project: FathomProject) ->
     child.expect_exact("approval needed: write_file")
     child.expect_exact(APPROVAL_PROMPT)
     shown = fp.transcript(child)
-    assert '"file_path": "/notes.txt"' in shown
+    assert "approval needed: write_file /notes.txt (new file, 1 line)" in shown
+    assert f"  1  {NOTES_CONTENT.strip()}" in shown  # the new file's content, numbered
     assert "── waiting for approval" in shown
     assert not (fp.project / "notes.txt").exists(), "written before it was approved"
 
@@ -167,13 +168,12 @@ def test_edit_in_editor_changes_what_is_written(
     fathom_project: FathomProject, tmp_path: Path
 ) -> None:
     fp = fathom_project
-    editor = tmp_path / "editor.py"
+    editor = tmp_path / "editor.py"  # the editor gets the file's content, not JSON
     editor.write_text(
-        "import json, sys\n"
+        "import sys\n"
         "path = sys.argv[1]\n"
-        "args = json.load(open(path, encoding='utf-8'))\n"
-        f"args['content'] = {EDITED_CONTENT!r}\n"
-        "json.dump(args, open(path, 'w', encoding='utf-8'))\n",
+        f"assert open(path, encoding='utf-8').read() == {NOTES_CONTENT!r}\n"
+        f"open(path, 'w', encoding='utf-8').write({EDITED_CONTENT!r})\n",
         encoding="utf-8",
     )
     child = fp.spawn("--plain", env=fathom_env(fp.home, EDITOR=f"{sys.executable} {editor}"))
@@ -236,12 +236,14 @@ def test_pasted_answer_at_the_prompt_is_asked_again(fathom_project: FathomProjec
 @pytest.mark.timeout(90)
 def test_piped_input_never_answers_an_approval(fathom_project: FathomProject) -> None:
     fp = fathom_project
+    # Piped input is one task, run as `fathom run` runs it (so a `y` line would be part of
+    # the task): the approval it reaches is left pending, never answered from the pipe.
     done = subprocess.run(
-        [str(FATHOM), "--plain"], cwd=fp.project, env=fp.env, input=f"{WRITE_TASK}\ny\n",
+        [str(FATHOM), "--plain"], cwd=fp.project, env=fp.env, input=f"{WRITE_TASK}\n",
         capture_output=True, text=True, encoding="utf-8", timeout=60, check=False,
     )
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "not a terminal" in done.stderr and "--auto-approve" in done.stderr
+    assert "waiting for approval of write_file" in done.stderr and "--auto-approve" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (fp.project / "notes.txt").exists(), "a `y` from the pipe approved the write"
     # The approval stays pending, to be answered in a terminal.
@@ -452,7 +454,7 @@ def test_run_pending_approval_then_answered_interactively(
     assert f"fathom --thread {thread}" in done.stderr
     assert payload["status"] == "approval"
     [pending] = payload["pending_approvals"]
-    assert [r["name"] for r in pending["action_requests"]] == ["write_file"]
+    assert (pending["name"], pending["index"]) == ("write_file", 0)
     assert not (fp.project / "notes.txt").exists()
 
     child = fp.spawn("--thread", thread, "--plain")

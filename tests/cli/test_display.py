@@ -51,19 +51,19 @@ EVENTS: list[Event] = [
     TextDelta("t2", "Searching tests."),
     TextDelta("t1", "the parser."),
     ToolStarted("t1", "s1", "read_file", {"file_path": "src/parser.py"}),
-    ToolStarted("t2", "s2", "grep", {"pattern": "def test_"}),
-    ToolFinished("t2", "s2", "grep", "tests/test_parser.py:3: def test_x\nmore"),
+    ToolStarted("t2", "s2", "grep", {"pattern": "def test_", "output_mode": "content"}),
+    ToolFinished("t2", "s2", "grep", "/tests/test_parser.py:\n  3: def test_x\n  9: def test_y"),
     ToolFinished("t1", "s1", "read_file", "Error: file not found: src/parser.py", is_error=True),
     TextDelta("t2", "Found one test."),
     ToolFinished(None, "t2", "task", "One test: tests/test_parser.py"),
     TextDelta("t1", "The parser is missing."),
     ToolFinished(None, "t1", "task", "No parser module exists."),
     ToolStarted(None, "w1", "write_file", {"file_path": "report.md", "content": LONG}),
-    ToolFinished(None, "w1", "write_file", "Updated file report.md"),
+    ToolFinished(None, "w1", "write_file", "Wrote `/report.md`."),
     ToolStarted(None, "e1", "execute", {"command": "pytest -q"}),
     ShellOutput(None, "e1", "..F\n1 failed"),
     ShellOutput(None, "e1", ", 2 passed"),
-    ToolFinished(None, "e1", "execute", "..F\n1 failed, 2 passed\n[exit code 1]"),
+    ToolFinished(None, "e1", "execute", "..F\n1 failed, 2 passed\n[exit code 1]", is_error=True),
     TextDelta(None, "Done: see [bold]report[/bold].\n\nBye."),
 ]
 
@@ -81,19 +81,20 @@ PLAIN_LINES = [
     "  [general-purpose#1] › Looking at the parser.",
     '  [general-purpose#1] call › read_file({"file_path": "src/parser.py"})',
     "  [researcher#2] › Searching tests.",
-    '  [researcher#2] call › grep({"pattern": "def test_"})',
-    "  [researcher#2] result ‹ grep: tests/test_parser.py:3: def test_x",
-    "  [general-purpose#1] error ‹ read_file: Error: file not found: src/parser.py",
+    '  [researcher#2] call › grep({"pattern": "def test_", "output_mode": "content"})',
+    "  [researcher#2] result ‹ grep: 2 matches in 1 file [#1]",
+    "  [general-purpose#1] error ‹ read_file: Error: file not found: src/parser.py [#2]",
     "  [researcher#2] › Found one test.",
-    "subagent › researcher#2 finished: One test: tests/test_parser.py",
+    "subagent › researcher#2 finished: One test: tests/test_parser.py [#3]",
     "  [general-purpose#1] › The parser is missing.",
-    "subagent › general-purpose#1 finished: No parser module exists.",
+    "subagent › general-purpose#1 finished: No parser module exists. [#4]",
     f"call › write_file({WRITE_FILE_ARGS}{'x' * (99 - len(WRITE_FILE_ARGS))}…)",
-    "result ‹ write_file: Updated file report.md",
+    "result ‹ write_file: Wrote `/report.md` (1 line) [#5]",
     'call › execute({"command": "pytest -q"})',
     "  │ ..F",
     "  │ 1 failed, 2 passed",
-    "result ‹ execute: ..F",
+    # the output was printed as it came, so only the summary line follows
+    "error ‹ execute: exit code 1 · 2 lines of output [#6]",
     "model › Done: see [bold]report[/bold].",
     "model ›",
     "model › Bye.",
@@ -245,15 +246,19 @@ def test_rich_display_prints_finished_items_and_summary(
     text = "\n".join(screen)
     # The live region is gone; what is left is the permanent record.
     assert "Working…" not in text
-    assert "● I'll plan this first.\n  Then delegate." in text
+    # markdown: the two lines are one paragraph
+    assert "● I'll plan this first. Then delegate." in text
     assert "● todos\n  ⎿ ✔ Survey the code\n    ▶ Write [bold] report\n    ○ Review" in text
     assert "● researcher#2 Find the tests · 1 step · " in text
     assert "  ⎿ One test: tests/test_parser.py" in text
     assert "● general-purpose#1 Survey the parser module · 1 step · " in text
     assert "  ⎿ No parser module exists." in text
     assert '● write_file({"file_path": "report.md", "content":\n  "xxxxxxxx' in text
-    assert "x…)\n  ⎿ Updated file report.md" in text
-    assert '● execute({"command": "pytest -q"})\n  ⎿ ..F' in text
+    assert "x…) #5\n  ⎿ Wrote `/report.md` (1 line)" in text
+    assert (
+        '● execute({"command": "pytest -q"}) #6\n  ⎿ exit code 1 · 2 lines of output\n'
+        "    ..F\n    1 failed, 2 passed"
+    ) in text
     assert "● Done: see [bold]report[/bold].\n\n  Bye." in text
     assert "✔ done · 4 model calls · 1,250 in / 60 out tokens · " in text
     table = [line.split() for line in screen[-3:]]
@@ -286,7 +291,7 @@ def test_rich_display_pause_stops_live_and_next_event_restarts_it(
     assert not isinstance(sys.stdout, FileProxy)
 
     text = "\n".join(_screen(out.getvalue()))
-    assert '● rm({"path": "it"})\n  ⎿ removed' in text
+    assert '● rm({"path": "it"}) #1\n  ⎿ removed' in text
     assert "thread th-1 saved" in text
     assert "error: bad [bold]thing[/bold]" in text
     assert re.search(
@@ -332,3 +337,138 @@ def test_make_display_picks_plain_unless_a_capable_terminal(
     assert isinstance(make_display(plain=False, stream=_Tty()), RichDisplay)
     monkeypatch.setenv("TERM", "dumb")
     assert isinstance(make_display(plain=False, stream=_Tty()), PlainDisplay)
+
+
+# --------------------------------------------------------------------------- markdown answers
+
+ANSWER = (
+    "# Results\n\nThe run **passed**:\n\n- parser fixed\n- tests added\n\n"
+    "```python\ndef parse(text):\n\n    return text.split()\n```\n\n"
+    "| file | lines |\n|---|---|\n| a.py | 12 |\n\nThat is all."
+)
+
+
+def _stream(display: PlainDisplay | RichDisplay, text: str, size: int = 3) -> None:
+    """`text` as the model streams it: small deltas that split lines and fences."""
+    for start in range(0, len(text), size):
+        display.event(TextDelta(None, text[start : start + size]))
+
+
+def test_rich_display_renders_a_streamed_answer_as_markdown(
+    terminal: tuple[Console, io.StringIO],
+) -> None:
+    console, out = terminal
+    display = RichDisplay(console)
+    usage = AgentUsage()
+    display.run_started(thread_id="th-1", model="scripted", usage=usage)
+    _stream(display, ANSWER)
+    display.run_finished(status="done", usage=usage)
+
+    screen = _screen(out.getvalue())
+    text = "\n".join(screen)
+    assert "Results" in text and "# Results" not in text  # a heading, not its marker
+    assert "The run passed:" in text and "**" not in text
+    assert "• parser fixed" in text and "• tests added" in text
+    # the code block is whole although it holds a blank line, and has no fence marks
+    assert "def parse(text):" in text and "return text.split()" in text and "```" not in text
+    assert re.search(r"a\.py\s+12", text) and "|---|" not in text
+    assert "That is all." in text
+    assert text.index("Results") < text.index("def parse") < text.index("That is all.")
+
+
+def test_rich_display_prints_finished_markdown_blocks_while_the_answer_streams(
+    terminal: tuple[Console, io.StringIO],
+) -> None:
+    console, out = terminal
+    display = RichDisplay(console)
+    usage = AgentUsage()
+    display.run_started(thread_id="th-1", model="scripted", usage=usage)
+    _stream(display, "# Results\n\nThe run passed.\n\n- still being")
+    printed = out.getvalue()
+    display.pause()  # stop the live region so only what was printed is on screen
+    # The heading and the paragraph are final, so they were rendered before the end (the
+    # live region shows raw text: "● # Results")...
+    assert re.search(r"●\s+Results", printed) and "The run passed." in printed
+    # ...and the list still being written appeared only in the live region.
+    assert "• still being" not in printed
+    assert "• still being" in "\n".join(_screen(out.getvalue()))
+    display.run_finished(status="done", usage=usage)
+
+
+def test_plain_display_keeps_markdown_as_plain_text() -> None:
+    out = io.StringIO()
+    display = PlainDisplay(out)
+    usage = AgentUsage()
+    display.run_started(thread_id="th-1", model="scripted", usage=usage)
+    _stream(display, ANSWER)
+    display.run_finished(status="done", usage=usage)
+    lines = out.getvalue().splitlines()
+    assert "model › # Results" in lines
+    assert "model › - parser fixed" in lines
+    assert "model › ```python" in lines
+    assert "\x1b" not in out.getvalue()
+
+
+# --------------------------------------------------------------------------- tool results
+
+TRACEBACK = "\n".join(
+    ["Error: deploy failed", *(f'  File "deploy.py", line {n}, in step{n}' for n in range(30)),
+     "RuntimeError: the cluster refused the release " + "x" * 150]
+)
+
+
+def test_both_displays_show_a_tool_error_in_full(terminal: tuple[Console, io.StringIO]) -> None:
+    events: list[Event] = [
+        ToolStarted(None, "d1", "deploy", {"target": "prod"}),
+        ToolFinished(None, "d1", "deploy", TRACEBACK, is_error=True),
+    ]
+    plain_out = io.StringIO()
+    plain = PlainDisplay(plain_out)
+    console, rich_out = terminal
+    rich = RichDisplay(console)
+    for display in (plain, rich):
+        display.run_started(thread_id="th-1", model="scripted", usage=AgentUsage())
+        for event in events:
+            display.event(event)
+        display.run_finished(status="done", usage=AgentUsage())
+
+    plain_lines = plain_out.getvalue().splitlines()
+    assert "error ‹ deploy: Error: deploy failed [#1]" in plain_lines
+    assert [line.strip() for line in plain_lines[3:34]] == [
+        line.strip() for line in TRACEBACK.splitlines()[1:]
+    ]
+    screen = "".join("".join(_screen(rich_out.getvalue())).split())
+    for line in TRACEBACK.splitlines():  # every line, the long one wrapped but not cut
+        assert "".join(line.split()) in screen
+    assert "…" not in screen
+
+
+def test_expand_gives_back_each_result_in_full(terminal: tuple[Console, io.StringIO]) -> None:
+    listing = "\n".join(f"/src/file{n}.py  ({n} B)" for n in range(40))
+    events: list[Event] = [
+        ToolStarted(None, "l1", "ls", {"path": "/src"}),
+        ToolFinished(None, "l1", "ls", listing),
+        ToolStarted(None, "x1", "fetch", {}),
+        ToolFinished(None, "x1", "fetch", "ok"),
+    ]
+    console, _out = terminal
+    for display in (PlainDisplay(io.StringIO()), RichDisplay(console)):
+        assert display.expand("") == "no tool results yet in this session"
+        display.run_started(thread_id="th-1", model="scripted", usage=AgentUsage())
+        for event in events:
+            display.event(event)
+        display.run_finished(status="done", usage=AgentUsage())
+        assert display.expand("1") == f"#1 ls:\n{listing}"
+        assert display.expand("") == display.expand("#2") == "#2 fetch:\nok"
+        assert display.expand("5").startswith("no tool result #5: this session has results #1")
+
+
+def test_plain_display_summarizes_a_listing_with_its_number() -> None:
+    out = io.StringIO()
+    display = PlainDisplay(out)
+    listing = "\n".join(f"/src/file{n}.py  ({n} B)" for n in range(40))
+    display.event(ToolStarted(None, "l1", "ls", {"path": "/src"}))
+    display.event(ToolFinished(None, "l1", "ls", listing))
+    (line,) = out.getvalue().splitlines()[1:]
+    assert line.startswith("result ‹ ls: 40 entries: file0.py, file1.py")
+    assert line.endswith("[#1]")

@@ -97,8 +97,8 @@ def test_only_allowed_decisions_are_accepted() -> None:
 def test_edit_in_editor(tmp_path: Path) -> None:
     editor = tmp_path / "editor.py"
     editor.write_text(
-        "import json, sys\np = sys.argv[1]\nargs = json.load(open(p))\n"
-        "args['content'] = 'edited'\njson.dump(args, open(p, 'w'))\n", encoding="utf-8")
+        "import sys\np = sys.argv[1]\nassert open(p).read() == 'x'\n"
+        "open(p, 'w').write('edited')\n", encoding="utf-8")  # the content itself, not JSON
     ask, _ = _answers("e")
     decision = ask_decisions([_approval()], ask=ask, out=io.StringIO(),
                              editor=f"{sys.executable} {editor}")["i1"]["decisions"][0]

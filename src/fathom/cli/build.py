@@ -106,9 +106,11 @@ def build_model(model: str, config: FathomConfig) -> BaseChatModel:
         raise ModelSetupError(f"cannot build the model {model!r}: {error}") from error
 
 
-def build_backend(project_dir: Path, home: Path, sandbox: SandboxKind) -> Any:
+def build_backend(project_dir: Path, home: Path, sandbox: SandboxKind, *,
+                  journal: Any = None) -> Any:
     """The agent's filesystem: the project on disk, the user's `~/.fathom/`, harness files
-    in state; with a sandbox, shell commands run in the project directory."""
+    in state; with a sandbox, shell commands run in the project directory. With a
+    `journal` (`fathom.cli.undo.FileJournal`), files keep their pre-images for `/undo`."""
     from fathom.backends import (
         BubblewrapSandbox,
         CompositeBackend,
@@ -128,6 +130,10 @@ def build_backend(project_dir: Path, home: Path, sandbox: SandboxKind) -> Any:
     user_folder = home / ".fathom"
     if user_folder.is_dir() and user_folder.resolve() != (project_dir / ".fathom").resolve():
         routes[USER_ROUTE] = FilesystemBackend(root_dir=user_folder, virtual_mode=True)
+    if journal is not None:
+        from fathom.cli.undo import JournaledBackend
+
+        return JournaledBackend(journal, default, routes)
     return CompositeBackend(default=default, routes=routes)
 
 
@@ -172,6 +178,9 @@ class AgentSetup:
     system_prompt: str | None = None
     mcp: Any = None
     """The connected MCP servers (`fathom.mcp.McpServers`) whose tools are in `tools`."""
+    file_journal: Any = None
+    """Where the backend keeps files' pre-images for `/undo` (`fathom.cli.undo.FileJournal`;
+    a `Session` sets it)."""
 
     def tool_names(self) -> set[str]:
         """The tools the command's agent has: the harness's, `task`, the setup's own tools,
@@ -274,7 +283,8 @@ def build_agent(setup: AgentSetup, checkpointer: Any) -> Any:
         subagents=subagent_specs(setup),
         memory=memory,
         skills=skills or None,
-        backend=build_backend(setup.project_dir, setup.home, setup.sandbox),
+        backend=build_backend(setup.project_dir, setup.home, setup.sandbox,
+                              journal=setup.file_journal),
         interrupt_on=setup.approvals(),
         checkpointer=checkpointer,
         name="fathom",

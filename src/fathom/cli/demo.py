@@ -145,7 +145,7 @@ def _setup(project: Path, home: Path, model: ScriptedModel) -> Any:
 
 def run_demo(*, plain: bool = False, out: TextIO | None = None) -> int:
     """Run the demo in a temporary project; 0 when every step did what it shows."""
-    from fathom.cli.approvals import ask_decisions
+    from fathom.cli.approvals import ask_decisions, file_reader
     from fathom.cli.display import make_display
     from fathom.cli.session import Session
     from fathom.cli.threads import ThreadIndex, threads_db_path
@@ -170,7 +170,8 @@ def run_demo(*, plain: bool = False, out: TextIO | None = None) -> int:
             result = session.run(thread, DEMO_TASK)
             while result.status == "approval":
                 session.display.pause()
-                resume = ask_decisions(result.approvals, ask=_scripted_answer(stream), out=stream)
+                resume = ask_decisions(result.approvals, ask=_scripted_answer(stream), out=stream,
+                                       read_current=file_reader(session.setup))
                 result = session.run(thread, resume=resume)
         guide = project / "GUIDE.md"
         say(f"\nGUIDE.md on disk:\n{guide.read_text(encoding='utf-8') if guide.exists() else '-'}")

@@ -1,7 +1,9 @@
 """How the `fathom` command shows a run: the `Display` interface and its two implementations.
 
-`RichDisplay` draws a live view for terminals; `PlainDisplay` prints one line per event for
-dumb terminals and logs (`--plain`). Both receive the same calls from the session.
+`RichDisplay` draws a live view for terminals and renders the agent's answers as markdown;
+`PlainDisplay` prints one line per event, as plain text, for dumb terminals and logs
+(`--plain`). Both receive the same calls from the session, show each tool result as a short
+summary with a number, and give the whole result back for `/expand N`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from fathom.cli.events import (
     ToolStarted,
     short_text,
 )
+from fathom.cli.markdown_stream import finished_prefix
+from fathom.cli.tool_summary import ResultLog, ToolSummary, summarize
 from fathom.usage import AgentTotals, AgentUsage
 
 if TYPE_CHECKING:  # rich is imported lazily: `fathom --help` should not pay for it
@@ -57,6 +61,11 @@ class Display(Protocol):
 
     def error(self, text: str) -> None:
         """An error line from the command itself."""
+
+    def expand(self, ref: str) -> str:
+        """The whole text of tool result `ref` (its number; empty: the latest) for `/expand`,
+        or a message saying there is no such result."""
+        ...
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -181,6 +190,9 @@ class PlainDisplay:
         self._subagents = _Subagents()
         self._text: dict[Lane, str] = {}
         self._shell: dict[str, tuple[Lane, str]] = {}  # call id -> (lane, unfinished line)
+        self._results = ResultLog()
+        self._args: dict[str, dict[str, Any]] = {}  # call id -> arguments, until its result
+        self._streamed: set[str] = set()  # execute calls whose output was printed as it came
 
     def _write(self, *lines: str) -> None:
         for line in lines:
@@ -223,6 +235,7 @@ class PlainDisplay:
         self._flush_text(event.lane)
         prefix = self._prefix(event.lane)
         if isinstance(event, ToolStarted):
+            self._args[event.call_id] = event.args
             if event.name == "task":
                 agent = self._subagents.start(event)
                 self._write(f"{prefix}subagent › {agent.label} started: {agent.description}")
@@ -230,16 +243,26 @@ class PlainDisplay:
                 self._write(f"{prefix}call › {event.name}({_args_text(event.args, 100)})")
         elif isinstance(event, ToolFinished):
             self._flush_shell(event.call_id)
-            text = short_text(event.text, 100)
+            args = self._args.pop(event.call_id, {})
+            if event.name == "write_todos":  # the TodosChanged that follows shows the list
+                return
+            ref = self._results.add(event.name, event.text)
+            summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
+            lines = summary.lines
+            if event.call_id in self._streamed and not summary.error:
+                lines = ()  # its output is already on screen, line by line
+            self._streamed.discard(event.call_id)
             if event.name == "task":
                 self._flush_text(event.call_id)
                 agent = self._subagents.get(event.call_id)
                 word = "failed" if event.is_error else "finished"
-                self._write(f"{prefix}subagent › {agent.label} {word}: {text}")
+                head = f"{prefix}subagent › {agent.label} {word}: "
             elif event.is_error:
-                self._write(f"{prefix}error ‹ {event.name}: {text}")
-            elif event.name != "write_todos":  # the TodosChanged that follows shows the list
-                self._write(f"{prefix}result ‹ {event.name}: {text}")
+                head = f"{prefix}error ‹ {event.name}: "
+            else:
+                head = f"{prefix}result ‹ {event.name}: "
+            self._write(f"{head}{summary.headline} [#{ref}]",
+                        *(f"{prefix}    {line}" for line in lines))
         elif isinstance(event, TodosChanged):
             self._write(
                 f"{prefix}todos:",
@@ -250,6 +273,7 @@ class PlainDisplay:
                 ),
             )
         elif isinstance(event, ShellOutput):
+            self._streamed.add(event.call_id)
             lane, rest = self._shell.get(event.call_id, (event.lane, ""))
             *lines, rest = (rest + event.chunk).split("\n")
             self._write(*(f"{prefix}  │ {line.rstrip(chr(13))}" for line in lines))
@@ -287,6 +311,10 @@ class PlainDisplay:
         self._flush_all()
         self._write(f"error: {text}")
 
+    def expand(self, ref: str) -> str:
+        """The whole text of tool result `ref` (empty: the latest), or why there is none."""
+        return self._results.expand(ref)
+
 
 # --------------------------------------------------------------------------- rich
 
@@ -304,9 +332,13 @@ class _LiveView:
 class RichDisplay:
     """A live terminal view: finished items scroll above, a live region shows the run's state.
 
-    Printed permanently: completed text paragraphs, each tool call with its arguments and a
-    short result, todo list changes and finished subagents. The live region below them shows
-    the paragraph being streamed, the main agent's running tool calls, the todo list, a tree
+    Printed permanently: the agent's text rendered as markdown, each tool call with its
+    arguments and a summary of its result (numbered, for `/expand`; an error in full), todo
+    list changes and finished subagents. Text is rendered block by block: a markdown block is
+    printed once a later block has started (so nothing printed can change any more), and
+    the block still being written streams as raw text in the live region, which is redrawn
+    in place and leaves nothing behind in the scrollback. The live region below them shows
+    the text being streamed, the main agent's running tool calls, the todo list, a tree
     of the run's subagents with their latest activity, and a spinner with the elapsed time
     and the model calls and tokens so far (read from `AgentUsage` on every refresh).
     Subagents' own tool calls only appear in the tree, so parallel subagents do not
@@ -327,13 +359,15 @@ class RichDisplay:
         self._started = time.monotonic()
         self._subagents = _Subagents()
         self._todos: list[dict[str, Any]] = []
-        self._text = ""  # the main agent's paragraph being streamed
-        self._text_open = False  # the current text block already printed a paragraph
+        self._text = ""  # the main agent's text not yet rendered (its unfinished block)
+        self._text_open = False  # the current text already printed a markdown block
         self._lane_text: dict[str, str] = {}  # subagent lane -> text since its last tool event
         # Main-agent tool calls without a result yet. Kept across runs: a call that waits for
         # approval gets its result in the next run.
         self._running: dict[str, ToolStarted] = {}
         self._shell_tail: dict[str, str] = {}  # call id -> last line of shell output
+        self._results = ResultLog()
+        self._lane_args: dict[str, dict[str, Any]] = {}  # subagents' call id -> arguments
 
     # ---------------------------------------------------------------- Display
 
@@ -440,6 +474,10 @@ class RichDisplay:
 
         self._console.print(Text(f"error: {text}", style="bold red"))
 
+    def expand(self, ref: str) -> str:
+        """The whole text of tool result `ref` (empty: the latest), or why there is none."""
+        return self._results.expand(ref)
+
     # ---------------------------------------------------------------- live region
 
     def _ensure_live(self) -> None:
@@ -517,11 +555,11 @@ class RichDisplay:
 
         if isinstance(event, TextDelta):
             self._text += event.text
-            prints: list[RenderableType] = []
-            while "\n\n" in self._text:
-                paragraph, self._text = self._text.split("\n\n", 1)
-                prints += self._paragraph(paragraph)
-            return prints
+            if "\n" not in event.text:
+                return []
+            cut = finished_prefix(self._text)
+            done, self._text = self._text[:cut], self._text[cut:]
+            return self._paragraph(done)
         prints = self._flush_text()
         self._text_open = False
         if isinstance(event, ToolStarted):
@@ -532,16 +570,18 @@ class RichDisplay:
         elif isinstance(event, ToolFinished):
             self._shell_tail.pop(event.call_id, None)
             call = self._running.pop(event.call_id, None)
-            text = short_text(event.text, 100)
+            if event.name == "write_todos":  # the TodosChanged that follows shows the list
+                return prints
+            ref = self._results.add(event.name, event.text)
+            args = call.args if call is not None else {}
+            summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
             if event.name == "task":
                 agent = self._finish_subagent(event)
-                result = Text(f"failed: {text}" if event.is_error else text)
-                prints.append(self._subagent_block(agent, result))
-            elif event.is_error:
-                result = Text(f"error: {text}", style="red")
-                prints.append(self._call_block(call or event, result))
-            elif event.name != "write_todos":  # the TodosChanged that follows shows the list
-                prints.append(self._call_block(call or event, Text(text or "(no output)")))
+                result = self._summary_text(summary, event.is_error, "failed: ")
+                prints.append(self._subagent_block(agent, result, ref))
+            else:
+                result = self._summary_text(summary, event.is_error, "error: ")
+                prints.append(self._call_block(call or event, result, ref))
         elif isinstance(event, TodosChanged):
             self._todos = list(event.todos)
             prints.append(
@@ -569,14 +609,22 @@ class RichDisplay:
         if isinstance(event, ToolStarted):
             agent.steps += 1
             agent.activity = f"{event.name}({_args_text(event.args, 60)})"
+            self._lane_args[event.call_id] = event.args
             if event.name == "task":
                 self._subagents.start(event)
         elif isinstance(event, ToolFinished):
-            text = short_text(event.text, 80)
-            agent.activity = f"{event.name} ⎿ {'error: ' if event.is_error else ''}{text}"
+            args = self._lane_args.pop(event.call_id, {})
+            if event.name == "write_todos":  # the TodosChanged that follows says it
+                return prints
+            ref = self._results.add(event.name, event.text)
+            summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
+            text = _cut(summary.headline, 80)
+            agent.activity = (
+                f"{event.name} ⎿ {'error: ' if event.is_error else ''}{text} #{ref}"
+            )
             if event.name == "task":
                 nested = self._finish_subagent(event)
-                prints.append(self._subagent_block(nested, Text(text)))
+                prints.append(self._subagent_block(nested, Text(text), ref))
         elif isinstance(event, TodosChanged):
             done = sum(1 for todo in event.todos if todo.get("status") == "completed")
             agent.activity = f"todos: {done}/{len(event.todos)} done"
@@ -610,14 +658,30 @@ class RichDisplay:
         return self._paragraph(text)
 
     def _paragraph(self, text: str) -> list[RenderableType]:
-        from rich.text import Text
+        from rich.markdown import Markdown
 
         text = text.strip("\n")
         if not text.strip():
             return []
         marker = " " if self._text_open else "●"
         self._text_open = True
-        return [_block(marker, "", Text(text))]
+        # No OSC 8 hyperlinks: a link shows its address, which survives logs and copying.
+        return [_block(marker, "", Markdown(text, hyperlinks=False))]
+
+    @staticmethod
+    def _summary_text(summary: ToolSummary, failed: bool, word: str) -> Text:
+        """A result's summary: the headline (red, after `word`, for an error), then its lines
+        dimmed; an error's lines are all there, in red. A failed call that is not an error
+        (a command's non-zero exit) has only its headline in red."""
+        from rich.text import Text
+
+        headline = f"{word}{summary.headline}" if summary.error else summary.headline
+        # "fold": a long word (a path, a hash) wraps instead of being cut with an ellipsis.
+        result = Text(headline, style="red" if failed else "", overflow="fold")
+        for line in summary.lines:
+            result.append("\n")
+            result.append(line, style="red" if summary.error else "dim")
+        return result
 
     def _call_text(self, call: ToolStarted | ToolFinished) -> Text:
         from rich.text import Text
@@ -626,10 +690,15 @@ class RichDisplay:
             return Text.assemble((call.name, "bold"), f"({_args_text(call.args, 100)})")
         return Text(call.name, style="bold")
 
-    def _call_block(self, call: ToolStarted | ToolFinished, result: Text) -> RenderableType:
-        return _block("●", "green", self._call_text(call), result)
+    def _call_block(
+        self, call: ToolStarted | ToolFinished, result: Text, ref: str = ""
+    ) -> RenderableType:
+        header = self._call_text(call)
+        if ref:
+            header.append(f" #{ref}", style="dim")
+        return _block("●", "red" if result.style == "red" else "green", header, result)
 
-    def _subagent_block(self, agent: _Subagent, result: Text) -> RenderableType:
+    def _subagent_block(self, agent: _Subagent, result: Text, ref: str = "") -> RenderableType:
         from rich.text import Text
 
         seconds = (agent.finished or time.monotonic()) - agent.started
@@ -637,6 +706,7 @@ class RichDisplay:
             (agent.label, "bold"),
             f" {agent.description}" if agent.description else "",
             (f" · {_plural(agent.steps, 'step')} · {_elapsed(seconds)}", "dim"),
+            (f" #{ref}" if ref else "", "dim"),
         )
         return _block("●", "red" if agent.failed else "magenta", header, result)
 

@@ -1,39 +1,21 @@
 """The interactive `fathom` session: read a message or a slash command, run a turn, answer
-its approvals, until /exit or Ctrl-D."""
+its approvals, until /exit or Ctrl-D.
+
+Lines are read by the line editor in a terminal, else by `input()` (`fathom.cli.line_editor`).
+A line starting with `/` is a command (`fathom.cli.commands`) and never reaches the model;
+`@path` mentions in a message attach the project's files (`fathom.cli.mentions`).
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-from fathom.cli import main as cli_main
 from fathom.cli.approvals import NoTerminalForApproval, answer_approvals
 from fathom.cli.main import EXIT_APPROVAL, EXIT_OK, SetupError, _fail, _session, _thread_for
 
 __all__ = ["interactive"]
-
-
-def _local_tasks(session: Any, thread_id: str, ref: str) -> None:
-    """`/tasks [TASK]`: this thread's async tasks, refreshed from `$FATHOM_SERVER`."""
-    import asyncio
-
-    from fathom.cli.tasks import TaskLookupError, local_async_tasks, server_client, tasks_report
-
-    async def report() -> str:
-        tasks = await local_async_tasks(session.db_path, thread_id)
-        if not tasks:
-            return "no async tasks on this thread"
-        return await tasks_report(server_client(None), tasks, ref or None)
-
-    try:
-        print(asyncio.run(report()))
-    except TaskLookupError as error:
-        print(error)
-
-
-HELP = ("commands: /threads  /tasks [TASK] (async subagent tasks)  /mcp (MCP servers and "
-        "tools)  /new (start a new thread)  "
-        "/exit (or Ctrl-D).  Ctrl-C stops a run.")
 
 
 def interactive(args: argparse.Namespace) -> int:
@@ -48,23 +30,49 @@ def interactive(args: argparse.Namespace) -> int:
     print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
           f"{session.setup.project_dir}")
     print(confinement(session.setup))
-    print(HELP)
+    print("/help lists the commands; Enter sends, Alt-Enter adds a line, @path attaches a "
+          "file. Ctrl-C stops a run, Ctrl-D or /exit leaves.")
+    if existed:  # where the thread left off: its last exchange and open todos
+        from fathom.cli.recap import thread_recap
+
+        recap = thread_recap(session.values(thread_id))
+        if recap:
+            print(recap)
     try:
         return _talk(args, session, thread_id, existed)
     except NoTerminalForApproval:
         return EXIT_APPROVAL
 
 
+def _project_dir(args: argparse.Namespace, session: Any) -> Path:
+    """The folder whose files `@path` names and whose `.fathom/history` keeps the prompt's
+    history: the session's project, or (attached to a server) `--project` or here."""
+    project = getattr(getattr(session, "setup", None), "project_dir", None)
+    return Path(project or getattr(args, "project", None) or Path.cwd()).resolve()
+
+
 def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool) -> int:
     """The interactive loop: read a message, run a turn, answer its approvals."""
+    from fathom.cli.commands import COMMANDS, CommandContext, is_command, message_text
+    from fathom.cli.line_editor import make_reader
+    from fathom.cli.mentions import MentionError, attach_mentions
+
+    project = _project_dir(args, session)
+    reader = make_reader(project, COMMANDS, plain=bool(getattr(args, "plain", False)))
+
+    def answer(approvals: list[Any]) -> None:
+        # Keys the editor read ahead were typed before the question: never an answer.
+        reader.discard_typeahead()
+        answer_approvals(session, thread_id, approvals)
+
     if existed:
         pending = session.pending(thread_id)
         if pending:
-            answer_approvals(session, thread_id, pending)
+            answer(pending)
     while True:
         session.display.pause()
         try:
-            text = input("› ")
+            text = reader.read("› ")
         except EOFError:
             print()
             return EXIT_OK
@@ -74,33 +82,31 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
         text = text.strip()
         if not text:
             continue
-        if text in ("/exit", "/quit"):
-            return EXIT_OK
-        if text == "/help":
-            print(HELP)
+        if is_command(text):
+            ctx = CommandContext(session, args, thread_id)
+            COMMANDS.run(ctx, text)
+            if ctx.leaving:
+                return EXIT_OK
+            if ctx.thread_id != thread_id:
+                thread_id = ctx.thread_id
+                pending = session.pending(thread_id)
+                if pending:
+                    answer(pending)
             continue
-        if text == "/threads":
-            cli_main._threads_command(args)
+        try:
+            attached = attach_mentions(message_text(text), project)
+        except MentionError as error:
+            print(f"{error}; nothing was sent")
             continue
-        if text == "/tasks" or text.startswith("/tasks "):
-            _local_tasks(session, thread_id, text.removeprefix("/tasks").strip())
-            continue
-        if text == "/mcp":
-            from fathom.cli.mcp import mcp_report
-
-            print(mcp_report(session.setup.mcp))
-            continue
-        if text == "/new":
-            thread_id = session.threads.new_thread_id()
-            print(f"new thread {thread_id}")
-            continue
+        for note in attached.notes:
+            print(note)
         pending = session.pending(thread_id)
         if pending:  # e.g. left by Ctrl-C at the approval prompt: answer it first
             print("an approval from the last run is still waiting; answer it first")
-            answer_approvals(session, thread_id, pending)
+            answer(pending)
             if session.pending(thread_id):
                 print("your message was not sent; it goes once the approval is answered")
                 continue
-        result = session.run(thread_id, text)
+        result = session.run(thread_id, attached.message)
         if result.status == "approval":
-            answer_approvals(session, thread_id, result.approvals)
+            answer(result.approvals)

@@ -2,6 +2,8 @@
 
     fathom                      talk to the agent (new thread; --resume continues the last)
     fathom run "task" [--json]  one task, then exit (non-zero on failure or pending approval)
+    fathom run - / cmd | fathom the task from stdin (the whole input is one task)
+    fathom --server URL         the same session on a thread of an Agent Protocol server
     fathom threads              list this project's threads
     fathom tasks --thread ID    a supervisor thread's async subagent tasks, live from the
                                 server (--open TASK shows one child thread)
@@ -64,10 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         "Try it offline: fathom demo",
     )
     _common_options(parser)
+    _attach_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="do one task and exit")
     _common_options(run)
-    run.add_argument("task", help="what to do")
+    run.add_argument("task", nargs="?", default=None,
+                     help='what to do; "-" (or none, with piped input) reads it from stdin')
     run.add_argument("--json", action="store_true", help="print the final state as JSON")
     threads = commands.add_parser("threads", help="list this project's threads")
     threads.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR")
@@ -81,8 +85,24 @@ def _parser() -> argparse.ArgumentParser:
     from fathom.cli.mcp import add_mcp_parser  # standard library only at import
 
     add_mcp_parser(commands)
+    from fathom.cli.approve import add_approve_parser  # standard library only at import
+
+    add_approve_parser(commands)
     _acp_parser(commands)
     return parser
+
+
+def _attach_options(parser: argparse.ArgumentParser) -> None:
+    """`--version`, and `--server`/`--assistant` for attaching to an Agent Protocol server."""
+    from fathom.cli.scripting import VersionAction  # standard library only
+
+    parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("--server", default=argparse.SUPPRESS, metavar="URL",
+                        help="talk to a thread on this `fathom serve` (or any Agent Protocol "
+                        "server) instead of running the agent here; with --thread ID, that one")
+    parser.add_argument("--assistant", default=argparse.SUPPRESS, metavar="ID",
+                        help="with --server: the assistant or graph to run (default: the "
+                        "server's first)")
 
 
 def _tasks_parser(commands: Any) -> None:
@@ -257,6 +277,8 @@ def _thread_for(args: argparse.Namespace, session: Any) -> tuple[str, bool]:
 
 
 def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
+    from fathom.cli.approve import pending_calls_json as _pending_calls_json
+
     messages = []
     for message in result.values.get("messages", []):
         item: dict[str, Any] = {"role": message.type, "content": message.text}
@@ -278,10 +300,7 @@ def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
         "todos": result.values.get("todos", []),
         "files": sorted(result.values.get("files", {}) or {}),
         "messages": messages,
-        "pending_approvals": [
-            {"interrupt_id": a.interrupt_id, "action_requests": a.action_requests}
-            for a in result.approvals
-        ],
+        "pending_approvals": _pending_calls_json(result.approvals),
         "usage": {
             "model_calls": sum(t.calls for t in totals.values()),
             "input_tokens": sum(t.input_tokens for t in totals.values()),
@@ -303,7 +322,13 @@ def _run_command(args: argparse.Namespace) -> int:
     except SetupError as error:
         return _fail(str(error))
     from fathom.cli.build import confinement
+    from fathom.cli.scripting import STDIN_TASK, ScriptingError, read_stdin_task
 
+    if args.task == STDIN_TASK:
+        try:
+            args.task = read_stdin_task()
+        except ScriptingError as error:
+            return _fail(str(error))
     # First line of the output, where progress goes: stderr when stdout holds the JSON.
     print(confinement(session.setup), file=sys.stderr if json_output else sys.stdout)
     pending = session.pending(thread_id)
@@ -311,7 +336,8 @@ def _run_command(args: argparse.Namespace) -> int:
         names = ", ".join(r.get("name", "?") for a in pending for r in a.action_requests)
         return _fail(
             f"thread {thread_id} is waiting for approval of {names}; answer it with "
-            f"`fathom --thread {thread_id}` before sending it more work",
+            f"`fathom --thread {thread_id}` (or `fathom approve {thread_id}`) before sending "
+            "it more work",
             EXIT_APPROVAL,
         )
     result = session.run(thread_id, args.task)
@@ -323,7 +349,8 @@ def _run_command(args: argparse.Namespace) -> int:
         names = ", ".join(r.get("name", "?") for a in result.approvals for r in a.action_requests)
         print(
             f"waiting for approval of {names} on thread {thread_id}. Answer it with "
-            f"`fathom --thread {thread_id}`, or allow it up front with --auto-approve.",
+            f"`fathom --thread {thread_id}`, or without a prompt with `fathom approve "
+            f"{thread_id}` (--all / --reject REASON); or allow it up front with --auto-approve.",
             file=sys.stderr,
         )
         return EXIT_APPROVAL
@@ -400,8 +427,46 @@ def _serve_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `fathom` console script; returns the exit code."""
+    """Entry point of the `fathom` console script; returns the exit code.
+
+    A closed stdout pipe (`fathom threads | head -1`) ends any command quietly with 141.
+    """
+    from fathom.cli.scripting import quiet_on_closed_pipe
+
+    return quiet_on_closed_pipe(lambda: _dispatch(argv))
+
+
+def _task_from_stdin(args: argparse.Namespace) -> None:
+    """Mark the task as read from stdin (`STDIN_TASK`) for `fathom run` without a task and
+    plain `fathom` when stdin is piped; the latter becomes `fathom run`. It is read once the
+    session is set up (`_run_command`), so configuration errors come first. Raises
+    `ScriptingError` for `fathom run` without a task at a terminal."""
+    from fathom.cli.scripting import STDIN_TASK, ScriptingError, stdin_is_piped
+
+    if args.command == "run" and args.task is None:
+        if not stdin_is_piped():
+            raise ScriptingError('fathom run needs a task: fathom run "what to do" '
+                                 "(or pipe it in: echo \"what to do\" | fathom run -)")
+        args.task = STDIN_TASK
+    elif args.command is None and stdin_is_piped():  # runs it as `fathom run` would
+        args.command, args.task, args.json = "run", STDIN_TASK, False
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    from fathom.cli.scripting import ScriptingError, check_project
+
     args = _parser().parse_args(argv)
+    problem = check_project(_option(args, "project"))
+    if problem:
+        return _fail(problem)
+    if args.command is None and _option(args, "server"):
+        from fathom.cli.remote import attach
+
+        return attach(args)
+    try:
+        _task_from_stdin(args)
+    except ScriptingError as error:
+        return _fail(str(error))
     if args.command == "run":
         return _run_command(args)
     if args.command == "threads":
@@ -418,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
         return _serve_command(args)
     if args.command == "acp":
         return _acp_command(args)
+    if args.command == "approve":
+        from fathom.cli.approve import approve_command
+
+        return approve_command(args)
     from fathom.cli.interactive import interactive
 
     return interactive(args)

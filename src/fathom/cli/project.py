@@ -67,6 +67,9 @@ class FathomConfig:
     """Tool names whose calls wait for a person's approval."""
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     """`[mcp_servers.NAME]` tables: MCP servers whose tools the agent gets (`fathom.mcp`)."""
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    """`[prices."provider:model"]` tables (`input`, `output`: USD per million tokens) for
+    `/cost`'s estimates (`fathom.cli.pricing`)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{where}: 'sandbox' is {value!r}; allowed values are {allowed}")
         if key == "mcp_servers":
             _check_mcp_servers(path, text, value)
+        if key == "prices":
+            _check_prices(where, value)
         if key in _LIST_KEYS and not (
             isinstance(value, list) and all(isinstance(item, str) for item in value)
         ):
@@ -160,6 +165,30 @@ def _check_mcp_servers(path: Path, text: str, value: Any) -> None:
         parse_servers(value)
     except McpConfigError as exc:
         raise ConfigError(f"{_where(path, text, 'mcp_servers')}: {exc}") from exc
+
+
+def _check_prices(where: str, value: Any) -> None:
+    example = '[prices."openai:gpt-4.1"] input = 2.0, output = 8.0 (USD per million tokens)'
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: 'prices' must be a table of models, e.g. {example}")
+    for model, price in value.items():
+        if ":" not in model:
+            raise ConfigError(f"{where}: prices key {model!r} must be \"provider:model\", "
+                              f"e.g. {example}")
+        if not isinstance(price, dict):
+            raise ConfigError(f"{where}: prices.{model!r} must be a table, e.g. {example}")
+        unknown = sorted(set(price) - {"input", "output"})
+        missing = sorted({"input", "output"} - set(price))
+        if unknown or missing:
+            problem = (f"unknown key(s) {', '.join(unknown)}" if unknown
+                       else f"missing {', '.join(missing)}")
+            raise ConfigError(f"{where}: prices.{model!r}: {problem}; the keys are input "
+                              "and output (USD per million tokens)")
+        for key in ("input", "output"):
+            number = price[key]
+            if isinstance(number, bool) or not isinstance(number, int | float) or number < 0:
+                raise ConfigError(f"{where}: prices.{model!r}.{key} must be a number >= 0 "
+                                  "(USD per million tokens)")
 
 
 _AT_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
@@ -204,6 +233,7 @@ def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
     merged.update(project)
     # MCP servers merge by name: a project server replaces the user's one of that name.
     merged["mcp_servers"] = {**user.get("mcp_servers", {}), **project.get("mcp_servers", {})}
+    merged["prices"] = {**user.get("prices", {}), **project.get("prices", {})}
     for key in _LIST_KEYS:
         if key in merged:
             merged[key] = list(merged[key])

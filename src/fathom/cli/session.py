@@ -9,27 +9,37 @@ thread, and dangling tool calls are repaired by the agent's own middleware. A ru
 mid-step (the process was killed) is finished first, so the writes of its completed tools
 are kept. A turn holds the thread's lock file in `.fathom/locks/`: a second `fathom` on the
 same thread is refused with "thread ... is busy" instead of overwriting the first's turn.
+
+Each turn is recorded for `/undo` (`fathom.cli.undo`): the checkpoint it started from and
+the pre-images of the files it changed. The calls and tokens of the session's turns add up
+per thread for `/cost`. The operations behind `/undo`, `/compact`, `/model` and `/cost` are
+in `fathom.cli.session_ops`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage
 
+from fathom.cache_metrics import PrefixRecorder
 from fathom.cli.build import AgentSetup, build_agent
 from fathom.cli.display import Display, RunStatus
 from fathom.cli.events import EventTranslator
 from fathom.cli.threads import ThreadIndex
-from fathom.usage import AgentUsage
+from fathom.cli.undo import FileJournal
+from fathom.usage import AgentTotals, AgentUsage
 
 __all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]
+
+T = TypeVar("T")
 
 RECURSION_LIMIT = 1000
 """Graph steps one turn may take (about 500 model calls) before it stops."""
@@ -78,8 +88,16 @@ def _pending(snapshot: Any) -> list[PendingApproval]:
     return pending
 
 
+UsageKey = tuple[str, str | None]
+"""(agent name, "provider:model" it ran on, or None when not known)."""
+
+
 class Session:
     """The agent of one project, the threads database and a display."""
+
+    supports_local_ops = True
+    """`/undo`, `/compact` and `/model` work here (a session attached to a server has not
+    got the thread's checkpoints and files at hand)."""
 
     def __init__(
         self,
@@ -99,6 +117,57 @@ class Session:
         self._runner = asyncio.Runner()
         self._translators: dict[str, EventTranslator] = {}
         self._stopped: set[str] = set()  # threads whose last run was stopped by Ctrl-C
+        self._prefixes: dict[str, PrefixRecorder] = {}  # the sticky rate, per thread
+        self.journal = FileJournal(db_path.parent / "undo")
+        # a copy of the setup whose backend records into this session's journal (the
+        # caller's setup may serve other sessions)
+        self.setup = dataclasses.replace(setup, file_journal=self.journal)
+        self._usage: dict[str, dict[UsageKey, AgentTotals]] = {}
+
+    def usage_of(self, thread_id: str) -> dict[UsageKey, AgentTotals]:
+        """Calls and tokens of this session's turns on `thread_id`, per agent and model."""
+        return {key: AgentTotals(**vars(t)) for key, t in self._usage.get(thread_id, {}).items()}
+
+    def add_usage(self, thread_id: str, usage: AgentUsage, *,
+                  rename: dict[str, str] | None = None) -> None:
+        """Add a turn's `usage` to the thread's totals (agent names mapped by `rename`)."""
+        models = {str(d["name"]): str(d["model"]) for d in self.setup.sources.subagents
+                  if "model" in d}
+        totals = self._usage.setdefault(thread_id, {})
+        counted: list[tuple[UsageKey, AgentTotals]] = []
+        for name, figures in usage.totals().items():
+            name = (rename or {}).get(name, name)
+            counted.append(((name, models.get(name, self.setup.model_name)), figures))
+        for name, figures in usage.task_totals().values():  # async subagents, run elsewhere
+            counted.append(((name, models.get(name)), figures))
+        for key, figures in counted:
+            into = totals.setdefault(key, AgentTotals())
+            into.calls += figures.calls
+            into.input_tokens += figures.input_tokens
+            into.output_tokens += figures.output_tokens
+
+    def operate(self, thread_id: str,
+                operation: Callable[[Any, Any], Awaitable[T]]) -> T:
+        """Run `operation(agent, checkpointer)` on the thread, holding its lock, in the
+        session's event loop. Raises `fathom.runs.ThreadBusyError` when another `fathom`
+        has the thread."""
+        return self._runner.run(self._operate(thread_id, operation))
+
+    async def _operate(self, thread_id: str,
+                       operation: Callable[[Any, Any], Awaitable[T]]) -> T:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from fathom.runs import thread_file_lock
+
+        with thread_file_lock(self.db_path.parent / "locks", thread_id):
+            async with AsyncSqliteSaver.from_conn_string(str(self.db_path)) as checkpointer:
+                return await operation(self._agent_factory(self.setup, checkpointer),
+                                       checkpointer)
+
+    def forget_run_state(self, thread_id: str) -> None:
+        """Drop what the session remembers of the thread's last run (after `/undo`)."""
+        self._stopped.discard(thread_id)
+        self._translators.pop(thread_id, None)
 
     def close(self) -> None:
         """Close the session's event loop."""
@@ -110,10 +179,15 @@ class Session:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def prefix_recorder(self, thread_id: str) -> PrefixRecorder:
+        """What this session's requests on the thread kept of their previous request's prefix
+        (the prompt-cache "sticky" rate that `/cost` shows)."""
+        return self._prefixes.setdefault(thread_id, PrefixRecorder())
+
     def _config(self, thread_id: str, usage: AgentUsage) -> dict[str, Any]:
         return {
             "configurable": {"thread_id": thread_id},
-            "callbacks": [usage],
+            "callbacks": [usage, self.prefix_recorder(thread_id)],
             "recursion_limit": RECURSION_LIMIT,
         }
 
@@ -158,11 +232,15 @@ class Session:
             # A run that died mid-step (killed, crashed) is finished before new input, which
             # would make LangGraph drop what its completed tools wrote. One stopped on
             # purpose with Ctrl-C in this session is not re-run.
+            before = await agent.aget_state(state_config)
             finish_first = (
                 resume is None
                 and thread_id not in self._stopped
-                and has_unfinished_step(await agent.aget_state(state_config))
+                and has_unfinished_step(before)
             )
+            start = (before.config or {}).get("configurable", {}).get("checkpoint_id")
+            if resume is None or not self.journal.continue_turn(thread_id):
+                self.journal.begin_turn(thread_id, message or "", start)
             self.display.run_started(thread_id=thread_id, model=self.setup.model_name,
                                      usage=usage)
             status: RunStatus = "done"
@@ -182,6 +260,9 @@ class Session:
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
                 except Exception as error:  # shown to the person; the thread stays usable
                     status, detail = "error", f"{type(error).__name__}: {error}"
+                finally:
+                    self.journal.end_turn()
+            self.add_usage(thread_id, usage)
             snapshot = await agent.aget_state(state_config)
         values = dict(snapshot.values or {})
         approvals = _pending(snapshot) if status == "done" else []
@@ -238,6 +319,18 @@ class Session:
             agent = self._agent_factory(self.setup, checkpointer)
             snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
         return _pending(snapshot)
+
+    def values(self, thread_id: str) -> dict[str, Any]:
+        """The thread's saved state values (messages, todos...); empty for a new thread."""
+        return self._runner.run(self._values(thread_id))
+
+    async def _values(self, thread_id: str) -> dict[str, Any]:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(str(self.db_path)) as checkpointer:
+            agent = self._agent_factory(self.setup, checkpointer)
+            snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
+        return dict(snapshot.values or {})
 
 
 @contextlib.contextmanager
