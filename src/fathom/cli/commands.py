@@ -66,6 +66,12 @@ class CommandContext:
         print(text, file=self.out, flush=True)
 
 
+def _editing(ctx: CommandContext) -> bool:
+    from fathom.cli.line_editor import use_line_editor
+
+    return use_line_editor(plain=bool(getattr(ctx.args, "plain", False)))
+
+
 def is_command(text: str) -> bool:
     """Whether a line typed at the prompt is a slash command (`//` escapes a message)."""
     return text.startswith("/") and not text.startswith("//")
@@ -109,23 +115,25 @@ class CommandRegistry:
         close = difflib.get_close_matches(name.lower(), self.names(), n=1, cutoff=0.5)
         return close[0] if close else None
 
-    def help_text(self) -> str:
-        """Every command with its help, one a line."""
+    def help_text(self, *, line_editor: bool = True) -> str:
+        """Every command with its help, one a line; the editing keys when the line editor
+        is in use (`--plain` and pipes read plain lines, without them)."""
         width = max(len(c.synopsis) for c in self._commands)
         lines = ["commands:"]
         for command in self._commands:
             aliases = ", ".join("/" + a for a in command.aliases)
             also = f" (also {aliases})" if aliases else ""
             lines.append(f"  {command.synopsis:<{width}}  {command.help}{also}")
-        lines.append("Enter sends; Alt-Enter (Esc, Enter) adds a line; @path attaches a file; "
-                     "//text sends a message starting with /. Ctrl-C stops a run, Ctrl-D leaves.")
+        keys = "Enter sends; Alt-Enter (Esc, Enter) adds a line; " if line_editor else ""
+        lines.append(f"{keys}@path attaches a file; //text sends a message starting with /. "
+                     "Ctrl-C stops a run, Ctrl-D leaves.")
         return "\n".join(lines)
 
     def run(self, ctx: CommandContext, line: str) -> None:
         """Run the command `line` (which starts with `/`); unknown ones print an error."""
         name, arg = ([*line[1:].split(None, 1), "", ""])[:2]
         if not name:
-            ctx.say(self.help_text())
+            ctx.say(self.help_text(line_editor=_editing(ctx)))
             return
         command = self.get(name)
         if command is None:
@@ -141,7 +149,7 @@ class CommandRegistry:
 
 
 def _help(ctx: CommandContext, _arg: str) -> None:
-    ctx.say(COMMANDS.help_text())
+    ctx.say(COMMANDS.help_text(line_editor=_editing(ctx)))
 
 
 def _exit(ctx: CommandContext, _arg: str) -> None:

@@ -30,8 +30,12 @@ def interactive(args: argparse.Namespace) -> int:
     print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
           f"{session.setup.project_dir}")
     print(confinement(session.setup))
-    print("/help lists the commands; Enter sends, Alt-Enter adds a line, @path attaches a "
-          "file. Ctrl-C stops a run, Ctrl-D or /exit leaves.")
+    from fathom.cli.line_editor import use_line_editor
+
+    keys = ("Enter sends, Alt-Enter adds a line, " if
+            use_line_editor(plain=bool(getattr(args, "plain", False))) else "")
+    print(f"/help lists the commands; {keys}@path attaches a file. Ctrl-C stops a run, "
+          "Ctrl-D or /exit leaves.")
     if existed:  # where the thread left off: its last exchange and open todos
         from fathom.cli.recap import thread_recap
 

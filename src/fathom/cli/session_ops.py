@@ -111,7 +111,7 @@ def _undo_message(turn: TurnRecord, report: RestoreReport, *, earlier: int) -> s
         shown = ", ".join(f"`{c[:40]}`" for c in turn.commands[:3])
         more = f" and {len(turn.commands) - 3} more" if len(turn.commands) > 3 else ""
         lines.append(f"not undone: what the turn's commands ({shown}{more}) changed on disk "
-                     "— files changed by execute are not tracked")
+                     "— files changed by execute (or by MCP tools) are not tracked")
     lines.append(f"{earlier} earlier turn(s) can be undone" if earlier else
                  "no earlier turns to undo")
     return "\n".join(lines)
@@ -300,9 +300,10 @@ def cost_report(session: Any, thread_id: str) -> str:
            *(line(row) for row in rows)]
     if sources:
         where = " and ".join(sorted(sources))
-        out.append(f"estimates in USD from per-million-token prices ({where}; the default "
-                   f"table holds public list prices of {PRICES_AS_OF}); cached or discounted "
-                   "tokens cost less")
+        table = (f"; the default table holds public list prices of {PRICES_AS_OF}"
+                 if "default table" in sources else "")
+        out.append(f"estimates in USD from per-million-token prices ({where}{table}); cached "
+                   "or discounted tokens cost less")
     out.extend(f"no price for {model}: {price_help(model)}" for model in unpriced)
     if hasattr(session, "prefix_recorder"):
         from fathom.cache_metrics import sticky_summary
