@@ -66,6 +66,11 @@ def policy(request):
             return ai("Writing notes.txt.", tool_call(
                 "write_file", {"file_path": "/notes.txt", "content": NOTES}))
         return ai(f"ANSWER: write_file said: {results[-1].content}")
+    if task == "edit notes.txt":
+        if not results:
+            return ai("Editing notes.txt.", tool_call("edit_file", {
+                "file_path": "/notes.txt", "old_string": "the server", "new_string": "an edit"}))
+        return ai(f"ANSWER: edit_file said: {results[-1].content}")
     if task == "wait":
         if not results:
             return ai("Waiting.", tool_call("wait_for_release", {}))
@@ -75,7 +80,7 @@ def policy(request):
 
 
 graph = create_deep_agent(model=ScriptedModel(policy=policy), tools=[wait_for_release],
-                          interrupt_on={"write_file": True},
+                          interrupt_on={"write_file": True, "edit_file": True},
                           checkpointer=True)  # the server injects its own
 '''.replace("NOTES", repr(NOTES))
 
@@ -163,10 +168,18 @@ def test_attached_session_answers_approves_and_continues_with_thread_id(
     child.sendline("y")
     child.expect_exact("model › ANSWER: write_file said: Wrote `/notes.txt`")
 
+    # An edit is shown as a diff against the file in the server's thread state.
+    _send(child, "edit notes.txt")
+    child.expect_exact("approval needed: edit_file /notes.txt (1 line added, 1 removed)")
+    child.expect_exact("+++ /notes.txt (proposed)")
+    child.expect_exact(APPROVAL_PROMPT)
+    child.sendline("y")
+    child.expect_exact("model › ANSWER: edit_file said: Edited `/notes.txt`")
+
     _send(child, "/undo")  # works on local checkpoints only
     child.expect_exact("/undo is not available when attached to a server")
-    _send(child, "/cost")  # counted from the replies the server streamed: 1 + 2 calls
-    child.expect(r"\n\s*total\s+\S*\s*3\s")
+    _send(child, "/cost")  # counted from the replies the server streamed: 1 + 2 + 2 calls
+    child.expect(r"\n\s*total\s+\S*\s*5\s")
     _send(child, "/exit")
     assert fp.finish(child) == 0
     # The approved write happened on the server's thread (its files live in the state).
@@ -176,7 +189,7 @@ def test_attached_session_answers_approves_and_continues_with_thread_id(
     again, same, state = _attach(fp, served.url, "--thread", thread_id)
     assert (same, state) == (thread_id, "resumed")
     _send(again, "and now?")
-    again.expect_exact("model › ANSWER: you said 'and now?' (message 3 on this thread)")
+    again.expect_exact("model › ANSWER: you said 'and now?' (message 4 on this thread)")
     _send(again, "/exit")
     assert fp.finish(again) == 0
     assert "Traceback" not in fp.transcript(child) + fp.transcript(again)

@@ -257,6 +257,9 @@ class RemoteSession:
         self._translators: dict[str, EventTranslator] = {}
         self._counted: dict[str, set[str]] = {}  # thread -> ids of model replies counted
         self._usage: dict[str, dict[tuple[str, str | None], AgentTotals]] = {}
+        # The files in the state of the thread last run or asked about: what approval diffs
+        # compare against (`read_current`). None when that state has no `files`.
+        self._state_files: Mapping[str, Any] | None = None
 
     @classmethod
     def connect(cls, url: str, display: Display, assistant: str | None = None) -> RemoteSession:
@@ -339,6 +342,7 @@ class RemoteSession:
         try:
             state = self._client.threads.get_state(thread_id)
             values = _values(state)
+            self._remember_files(values)
             approvals = _pending(state) if status == "done" else []
         except Exception as error:  # the server went away: the turn already says so
             if status == "done":
@@ -350,6 +354,30 @@ class RemoteSession:
         self.display.run_finished(status=status, usage=usage, detail=detail)
         return TurnResult(status=status, answer=final_answer(values), detail=detail,
                           approvals=approvals, values=values, usage=usage)
+
+    def _remember_files(self, values: Mapping[str, Any]) -> None:
+        files = values.get("files")
+        self._state_files = files if isinstance(files, Mapping) else None
+
+    def read_current(self, path: str) -> str | None:
+        """A file's current text for an approval's diff, from the thread's state on the
+        server (where a deep agent's default backend keeps its files).
+
+        Raises `CurrentUnknown` when the state does not hold the file: the server's agent
+        may keep it on its own disk, which this client cannot read, so the view shows the
+        proposed content instead of claiming the file is new.
+        """
+        from fathom.backends.utils import text_view
+        from fathom.cli.approval_view import CurrentUnknown
+
+        entry = (self._state_files or {}).get(path)
+        if not isinstance(entry, Mapping) or "content" not in entry:
+            raise CurrentUnknown("the file is not in the thread's state on the server (the "
+                                 "server's agent may keep it on its own disk)")
+        text = text_view(entry).text  # pyright: ignore[reportArgumentType]
+        if text is None:
+            raise CurrentUnknown("the file is binary")
+        return text
 
     def usage_of(self, thread_id: str) -> dict[tuple[str, str | None], AgentTotals]:
         """Calls and tokens of this session's turns on `thread_id`, per agent and model."""
@@ -388,7 +416,9 @@ class RemoteSession:
         """Approvals the thread is waiting for, from its state on the server; none when the
         server cannot be reached (the message says so, and the next turn fails the same way)."""
         try:
-            return _pending(self._client.threads.get_state(thread_id))
+            state = self._client.threads.get_state(thread_id)
+            self._remember_files(_values(state))
+            return _pending(state)
         except Exception as error:  # httpx errors: the server went away
             self.display.error(_connection_problem(self.setup.server_url, error))
             return []
