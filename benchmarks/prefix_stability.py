@@ -58,6 +58,8 @@ from _harness import (
 )
 from prompt_overhead import SUBAGENT_NAME, SUBAGENT_SPEC, full_agent_kwargs, starting_files
 
+from fathom.cache_metrics import common_prefix_length  # the same measure /cost shows
+
 Side = Literal["fathom", "deepagents"]
 SIDES: tuple[Side, ...] = ("fathom", "deepagents")
 
@@ -204,21 +206,6 @@ def _section(canonical: str, position: int) -> str:
     if 0 <= tools_at <= position:
         return "tools"
     return "system"
-
-
-def common_prefix_length(a: str, b: str) -> int:
-    """The number of leading characters `a` and `b` share."""
-    limit = min(len(a), len(b))
-    if a[:limit] == b[:limit]:
-        return limit
-    low, high = 0, limit  # a[:low] == b[:low] and a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def prefix_kept(earlier: str, later: str) -> tuple[int, float]:
