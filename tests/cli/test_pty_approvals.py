@@ -264,3 +264,25 @@ def test_fathom_approve_refuses_an_agent_that_would_drop_the_answer(
     assert approved.returncode == 0, approved.stderr
     assert (fp.project / "ran.txt").exists()
     assert re.search(rf"{ANSWER} results: .*ran", approved.stdout), approved.stdout
+
+
+@pytest.mark.timeout(120)
+def test_the_prompt_leaves_pending_a_call_this_agent_would_not_gate(
+    fathom_project: FathomProject,
+) -> None:
+    """A thread paused on `execute` (run with --sandbox local), continued without the
+    sandbox: answering would reach no gate and the call would run unanswered, so the
+    session says why and leaves the approval pending instead of asking."""
+    fp = fathom_project
+    done, payload = fp.run_json("--sandbox", "local", RUN_IT)
+    assert done.returncode == 3, done.stderr
+    thread = payload["thread_id"]
+    child = fp.spawn("--plain", "--thread", thread)
+    child.expect_exact("approval left pending on thread")
+    child.expect_exact("does not ask before execute")
+    assert fp.leave(child) == 0
+    assert not (fp.project / "ran.txt").exists(), "the command ran unanswered"
+    assert "approve [y]" not in fp.transcript(child)
+    approved = fp.run("approve", thread, "--all", "--sandbox", "local")
+    assert approved.returncode == 0, approved.stderr
+    assert (fp.project / "ran.txt").exists()

@@ -41,6 +41,7 @@ __all__ = [
     "ask_decisions",
     "discard_pending_input",
     "file_reader",
+    "not_gated",
     "reader_for",
     "stdin_is_terminal",
     "wants_colour",
@@ -415,6 +416,27 @@ def reader_for(session: Any) -> ReadCurrent | None:
     return None
 
 
+def not_gated(approvals: list[Any], session: Any) -> str:
+    """Why the agent built here cannot take the answer, or "" when it can.
+
+    The answer reaches a call only if this agent still asks about that tool: built with
+    another `--sandbox` (no `execute`) or with the tool auto-approved since, it would drop
+    the answer, and the call would run (or fail) unanswered.
+    """
+    setup = getattr(session, "setup", None)
+    if setup is None or not hasattr(setup, "approvals"):
+        return ""
+    gated = setup.approvals()
+    names = sorted({str(r.get("name")) for a in approvals for r in a.action_requests} - set(gated))
+    if not names:
+        return ""
+    hint = (" `execute` exists only with the --sandbox the run used (e.g. --sandbox local)."
+            if "execute" in names else "")
+    return (f"this agent does not ask before {', '.join(names)} (it lacks the tool or "
+            f"auto-approves it), so it cannot take the answer; answer with the options of "
+            f"the run that asked (`fathom --thread ID` or `fathom approve ID`).{hint}")
+
+
 def answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
     """Ask about pending approvals and resume until the turn ends another way.
 
@@ -437,6 +459,10 @@ def answer_approvals(session: Any, thread_id: str, approvals: list[Any]) -> Any:
                 file=sys.stderr,
             )
             raise NoTerminalForApproval
+        ungated = not_gated(approvals, session)
+        if ungated:  # answering would let the call run unanswered: leave it pending
+            session.display.error(f"approval left pending on thread {thread_id}: {ungated}")
+            return result
         try:
             resume = ask_decisions(approvals, editor=os.environ.get("EDITOR") or None,
                                    read_current=reader,

@@ -105,27 +105,6 @@ def _decisions(approvals: list[Any], decision: dict[str, Any]) -> dict[str, Any]
     return resume
 
 
-def _not_gated(approvals: list[Any], session: Any) -> str:
-    """Why the agent built here cannot take the answer, or "" when it can.
-
-    The answer reaches a call only if this agent still asks about that tool: built with
-    another `--sandbox` (no `execute`) or with the tool auto-approved since, it would drop
-    the answer, and the call would run (or fail) unanswered.
-    """
-    setup = getattr(session, "setup", None)
-    if setup is None or not hasattr(setup, "approvals"):
-        return ""
-    gated = setup.approvals()
-    names = sorted({str(r.get("name")) for a in approvals for r in a.action_requests} - set(gated))
-    if not names:
-        return ""
-    hint = (" `execute` exists only with the --sandbox the run used (e.g. --sandbox local)."
-            if "execute" in names else "")
-    return (f"this agent does not ask before {', '.join(names)} (it lacks the tool or "
-            f"auto-approves it), so it cannot take the answer; run `fathom approve` with the "
-            f"options of the run that asked.{hint}")
-
-
 def approve_command(args: argparse.Namespace) -> int:
     """Run `fathom approve`; the exit code (0 done, 1 failed, 2 usage, 3 still pending)."""
     from fathom.cli.main import SetupError, _fail, _project, _session
@@ -154,7 +133,9 @@ def approve_command(args: argparse.Namespace) -> int:
             decision = {"type": "reject"}
             if args.reject.strip():
                 decision["message"] = args.reject.strip()
-        ungated = _not_gated(pending, session)
+        from fathom.cli.approvals import not_gated
+
+        ungated = not_gated(pending, session)
         if ungated:
             return _fail(ungated, EXIT_USAGE)
         resume = _decisions(pending, decision)
