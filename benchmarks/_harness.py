@@ -9,11 +9,13 @@ prints. The reference implementation runs in `benchmarks/.venv-deepagents`, with
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -177,3 +179,19 @@ def int_list(text: str) -> list[int]:
     if not values:
         raise argparse.ArgumentTypeError(f"no numbers in {text!r}")
     return values
+
+
+def timed_invoke(agent: Any, payload: Any, mode: str) -> tuple[float, Any]:
+    """Run `agent` once on `payload` with `invoke` (mode "invoke") or `ainvoke` (any other
+    mode, in a fresh event loop); the wall seconds of that call alone, and its result."""
+    if mode == "invoke":
+        start = time.perf_counter()
+        result = agent.invoke(payload)
+        return time.perf_counter() - start, result
+
+    async def run() -> tuple[float, Any]:
+        begin = time.perf_counter()
+        out = await agent.ainvoke(payload)
+        return time.perf_counter() - begin, out
+
+    return asyncio.run(run())

@@ -56,6 +56,7 @@ from _harness import (
     positive_int,
     run_worker,
     side_parser,
+    timed_invoke,
 )
 from _harness import print_table as _print_table
 
@@ -186,18 +187,7 @@ def _run_task_fan_out(side: Side, mode: Mode, n: int, latency: float) -> dict[st
     model = _make_model(n, mode, latency, gauge)
     agent = _sync_agent(side, model)
     payload = {"messages": [{"role": "user", "content": MAIN_PROMPT}]}
-    if mode == "invoke":
-        start = time.perf_counter()
-        result = agent.invoke(payload)
-        seconds = time.perf_counter() - start
-    else:
-
-        async def run() -> tuple[float, Any]:
-            begin = time.perf_counter()
-            out = await agent.ainvoke(payload)
-            return time.perf_counter() - begin, out
-
-        seconds, result = asyncio.run(run())
+    seconds, result = timed_invoke(agent, payload, mode)
     return {"seconds": seconds, "max_in_flight": gauge.peak, "model_calls": model.calls,
             "parts_done": gauge.parts_done, "answer": str(result["messages"][-1].text)}
 

@@ -27,7 +27,6 @@ Two modes:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -45,6 +44,7 @@ from _harness import (
     positive_int,
     run_worker,
     side_parser,
+    timed_invoke,
 )
 from _harness import print_table as _print_table
 
@@ -172,18 +172,7 @@ def _run_once(side: Side, mode: Mode, latency: float) -> tuple[float, dict[str, 
     model = _make_model(latency, log)
     agent = _build_agent(side, model)
     payload = {"messages": [{"role": "user", "content": MAIN_PROMPT}]}
-    if mode == "invoke":
-        start = time.perf_counter()
-        result = agent.invoke(payload)
-        seconds = time.perf_counter() - start
-    else:
-
-        async def run() -> tuple[float, Any]:
-            begin = time.perf_counter()
-            out = await agent.ainvoke(payload)
-            return time.perf_counter() - begin, out
-
-        seconds, result = asyncio.run(run())
+    seconds, result = timed_invoke(agent, payload, mode)
     log["model_calls"] = len(model.requests)
     return seconds, log, result
 
