@@ -43,7 +43,8 @@ def test_no_text_cites_seed_documents() -> None:
 
 
 def test_no_text_points_into_a_shared_folder_outside_the_repository() -> None:
-    assert _git_grep("-F", "-e", "../shared") == []
+    outside = "../" + "shared"  # spelled in two parts so this file never matches itself
+    assert _git_grep("-F", "-e", outside) == []
 
 
 def test_random_seeds_are_allowed() -> None:

@@ -59,7 +59,8 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "Phoenix did not start"
+            if time.monotonic() > deadline:  # bounds a hang only
+                pytest.fail("Phoenix did not start within 180 s")
             time.sleep(0.5)
         yield url
     finally:
