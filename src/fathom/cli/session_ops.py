@@ -100,9 +100,9 @@ def _undo_message(turn: TurnRecord, report: RestoreReport, *, earlier: int) -> s
     said = f' "{first_line[:60]}{"…" if len(first_line) > 60 else ""}"' if first_line else ""
     lines = [f"undid the last turn{said}: the conversation is back to before it"]
     if report.restored:
-        lines.append("files restored: " + ", ".join(report.restored))
+        lines.append("files restored: " + ", ".join(sorted(report.restored)))
     if report.removed:
-        lines.append("files removed (the turn created them): " + ", ".join(report.removed))
+        lines.append("files removed (the turn created them): " + ", ".join(sorted(report.removed)))
     if report.failed:
         lines.append("could not restore: " + "; ".join(report.failed))
     if not (report.restored or report.removed or report.failed):
