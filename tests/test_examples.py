@@ -155,8 +155,9 @@ EXAMPLES: dict[str, list[str]] = {
         "rt.context:\n  read_file -> ok: 1 call the bank\n  deprecation warnings: 0",
         "after:\n  read_file -> error: Error: could not read '/notes.md': the StoreBackend "
         "namespace factory failed with AttributeError: 'NoneType' object has no attribute "
-        "'user'. The request itself is not the cause; retry once, and if it fails again tell "
-        "the user.\n  deprecation warnings: 0",
+        "'user' (rt.server_info is None: this run is not served by a LangGraph server",
+        "give the namespace factory a fallback for local runs). The request itself is not the "
+        "cause; retry once, and if it fails again tell the user.\n  deprecation warnings: 0",
         "store namespaces: [('alice',)]",
     ],
     "subagents_research": [
@@ -308,7 +309,7 @@ EXAMPLES: dict[str, list[str]] = {
     "memory_scopes": [
         "(not loaded: could not read '/memories/AGENTS.md': the StoreBackend namespace "
         "factory failed with AttributeError: 'NoneType' object has no attribute "
-        "'assistant_id'.",
+        "'assistant_id' (rt.server_info is None:",
         "[support-bot, user-bob] 'What do you know?'\n"
         "      From my memory: The team deploys on Tuesdays.",
         "From my memory: The team deploys on Tuesdays.; Releases need two approvals.",
@@ -319,8 +320,10 @@ EXAMPLES: dict[str, list[str]] = {
         "(not created yet;",
         "[user-alice] 'What do you know?'\n      From my memory: I like answers as tables.",
         "in the store: [(('user-alice',), '/preferences.md')]",
-        "'NoneType' object has no attribute 'user'. The request itself is not the cause; "
-        "retry once, and if it fails again tell the user.)). Which language?",
+        "'NoneType' object has no attribute 'user' (rt.server_info is None: this run is not "
+        "served by a LangGraph server",
+        "or give the namespace factory a fallback for local runs). The request itself is not "
+        "the cause; retry once, and if it fails again tell the user.)). Which language?",
         "[user-alice] 'How do I read a CSV file?'\n      - Use the csv module:\n      ```python",
         "[user-bob] 'How do I read a CSV file?'\n      Reading a CSV file means splitting each "
         "line into fields. In TypeScript,",
@@ -1144,7 +1147,14 @@ def test_memory_agents_md_main(tmp_path):
 
 
 def test_memory_scopes_main():
-    outcome = load("memory_scopes").main()
+    # The example's local runs (no LangGraph server) cannot read the skill source; the
+    # warning names the cause and the fixes instead of only the AttributeError.
+    from fathom.middleware.skills import SkillWarning
+
+    with pytest.warns(SkillWarning, match=r"rt\.server_info is None") as caught:
+        outcome = load("memory_scopes").main()
+    assert all("pass configurable 'assistant_id'" in str(w.message) for w in caught
+               if issubclass(w.category, SkillWarning))
 
     agent = outcome["agent"]
     answers = agent["answers"]

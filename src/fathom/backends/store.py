@@ -172,6 +172,25 @@ class NamespaceRuntime:
         return f"NamespaceRuntime({self._runtime!r})"
 
 
+NO_SERVER_INFO_HINT = (
+    "rt.server_info is None: this run is not served by a LangGraph server (langgraph dev, "
+    "LangGraph Platform or fathom serve), so it has no assistant or user. Run the agent on "
+    "a server, pass configurable 'assistant_id' and 'langgraph_auth_user' in the run "
+    "config, or give the namespace factory a fallback for local runs"
+)
+"""Why a factory that reads `rt.server_info` fails in a plain local run, and the fixes."""
+
+
+def _factory_failure(error: Exception, runtime: Any) -> str:
+    """The facts of a namespace factory's failure, with the configuration fix when the
+    cause is a run without server information (the common mistake)."""
+    detail = f"the StoreBackend namespace factory failed with {type(error).__name__}: {error}"
+    no_server_info = runtime is not None and getattr(runtime, "server_info", None) is None
+    if isinstance(error, AttributeError) and no_server_info:
+        return f"{detail} ({NO_SERVER_INFO_HINT})"
+    return detail
+
+
 def _graph_runtime() -> Any:
     """The runtime of the graph run this code is part of, or `None` outside one."""
     try:
@@ -565,13 +584,7 @@ class StoreBackend(BackendBase):
             try:
                 namespace = self._namespace(NamespaceRuntime(runtime))
             except Exception as error:
-                return BackendError(
-                    ErrorKind.FAILED,
-                    detail=(
-                        "the StoreBackend namespace factory failed with "
-                        f"{type(error).__name__}: {error}"
-                    ),
-                )
+                return BackendError(ErrorKind.FAILED, detail=_factory_failure(error, runtime))
         problem = namespace_problem(namespace)
         if problem is not None:
             return BackendError(
