@@ -31,7 +31,7 @@ from _harness import REF_PYTHON, REPO_ROOT, Row, print_table
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-# In the order of issue 9's list; each module has `collect(ref_python) -> list[Row]`.
+# The table's sections, in order; each module has `collect(ref_python) -> list[Row]`.
 SECTIONS = (
     "prompt_overhead",
     "step_overhead",
@@ -40,10 +40,10 @@ SECTIONS = (
     "prefix_stability",
     "long_run",
     "startup",
-    "server",  # issue 17: fathom serve against langgraph dev (the reference column)
-    "dynamic_subagents",  # issue 19: one eval vs task calls; Monty vs QuickJS start-up
-    "fan_out",  # issue 23: 4, 16 and 64 subagents at once, sync and async, wall / L
-    # issue 23: spans on vs off, per step; present once the tracing benchmark exists
+    "server",  # fathom serve against langgraph dev (the reference column)
+    "dynamic_subagents",  # one eval vs task calls; Monty vs QuickJS start-up
+    "fan_out",  # 4, 16 and 64 subagents at once, sync and async, wall / L
+    # tracing spans on vs off, per step; left out where the script is absent
     *(("tracing_overhead",) if (Path(__file__).resolve().parent / "tracing_overhead.py")
       .exists() else ()),
 )

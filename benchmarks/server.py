@@ -380,7 +380,7 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("rss_mib", "server RSS after the load", "MiB", "lower"),
 )
 GOALS = {"runs_per_s": (">=", 2.0), "p50_ms": ("<=", 0.5)}
-"""Issue 17's goal, as fathom / langgraph dev: at least 2× the throughput, at most half the
+"""The server's goal, as fathom / langgraph dev: at least 2× the throughput, at most half the
 p50 latency."""
 
 
