@@ -17,7 +17,7 @@ REF_STAMP := $(REF_VENV)/.installed
 PHOENIX_VENV := benchmarks/.venv-phoenix
 PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 
-.PHONY: test demo lint typecheck clean bench
+.PHONY: test demo lint typecheck clean bench flake
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,14 @@ $(STAMP): pyproject.toml Makefile
 test: $(STAMP) $(LGDEV_STAMP) $(REF_STAMP) $(PHOENIX_STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/basedpyright
-	$(BIN)/pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+	$(BIN)/pytest -q -n auto -p randomly; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# The flake hunt: the whole suite N times (default 3), each run in a new random order with a
+# busy loop on every core; it ends with every test that failed in any run, with the
+# random-order seeds that replay it: `.venv/bin/pytest -n auto -p randomly --randomly-seed=N`.
+N ?= 3
+flake: $(STAMP) $(LGDEV_STAMP) $(REF_STAMP) $(PHOENIX_STAMP)
+	$(BIN)/python tests/flake_hunt.py --runs $(N)
 
 demo: $(STAMP)
 	$(BIN)/fathom demo

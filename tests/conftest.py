@@ -8,9 +8,11 @@ in each file, so that one place says what the quick run leaves out.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from tests.system_requirements import requirement_of
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -75,3 +77,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if relative.as_posix() in SLOW_FILES or relative.parts[0] in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """End the run with what it skipped (one line per missing requirement, with the
+    package that would enable it, then one line per other reason) and with the
+    random-order seed, so that a failure can be replayed."""
+    skipped: list[pytest.TestReport] = terminalreporter.stats.get("skipped", [])
+    groups: Counter[str] = Counter()
+    for report in skipped:
+        reason = _skip_reason(report)
+        requirement = requirement_of(reason)
+        if requirement is not None:
+            groups[f"needs {requirement.name}: {requirement.enable}"] += 1
+        else:
+            groups[reason] += 1
+    if groups:
+        terminalreporter.section("skipped, by what they need")
+        for line, count in sorted(groups.items()):
+            noun = "test" if count == 1 else "tests"
+            terminalreporter.line(f"{count:4d} {noun:5s} {line}")
+    random_seed = getattr(terminalreporter.config.option, "randomly_seed", None)
+    if isinstance(random_seed, int):
+        terminalreporter.line(
+            f"random order seed {random_seed}; replay this order with "
+            f"-p randomly --randomly-seed={random_seed}"
+        )

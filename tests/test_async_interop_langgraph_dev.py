@@ -16,10 +16,11 @@ from langgraph_sdk import get_client
 from tests.async_e2e.flow import supervisor_flow
 from tests.async_e2e.support import Conversation, copy_e2e_deployment, use_gates
 from tests.server.servers import ServerProcess, fathom_serve_available, langgraph_dev_binary
+from tests.system_requirements import needs
 
 pytestmark = [
     pytest.mark.skipif(not fathom_serve_available(), reason="no `fathom serve`"),
-    pytest.mark.skipif(langgraph_dev_binary() is None, reason="no `langgraph dev` (make test)"),
+    pytest.mark.skipif(langgraph_dev_binary() is None, reason=needs("langgraph dev")),
 ]
 
 

@@ -19,6 +19,7 @@ import pytest
 from langgraph_sdk import get_client
 from tests.async_e2e.support import copy_e2e_deployment, use_gates
 from tests.server.servers import REPO_ROOT, ServerProcess, fathom_serve_available
+from tests.system_requirements import needs
 
 REFERENCE_PYTHON = REPO_ROOT / "benchmarks" / ".venv-deepagents" / "bin" / "python"
 SCRIPT = REPO_ROOT / "tests" / "async_e2e" / "reference_supervisor.py"
@@ -27,7 +28,7 @@ SCRIPT_TIMEOUT_S = 300
 
 pytestmark = [
     pytest.mark.skipif(not fathom_serve_available(), reason="no `fathom serve`"),
-    pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason="no reference venv (make test)"),
+    pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason=needs("the reference package")),
 ]
 
 

@@ -35,6 +35,7 @@ pytest.importorskip("langgraph.store.postgres", reason="needs langgraph-checkpoi
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
+from tests.system_requirements import needs
 
 NAMESPACE = ("files",)
 SUMMARY_MARK = "You are compressing the history"
@@ -75,7 +76,7 @@ def postgres_uri() -> Iterator[str]:
     """A connection string to a fresh PostgreSQL cluster, removed after the module."""
     bindir = _pg_bindir()
     if bindir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; apt install postgresql")
+        pytest.skip(needs("postgresql", "initdb and pg_ctl not found"))
     user = _server_user()
     root = Path(tempfile.mkdtemp(prefix="fathom-pg-"))
     data, sockets, log = root / "data", root / "sock", root / "server.log"

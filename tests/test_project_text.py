@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()
 
 RANDOM_SEED = re.compile(
-    r"random[ _.-]?seed|\.seed\(|\bseed\s*=\s*\d|--seed\b|PYTHONHASHSEED", re.IGNORECASE
+    r"random[ _.-]?seed|randomly[_-]seed|random[ -]order seeds?\b|\.seed\(|\bseed\s*=\s*\d|--seed\b"
+    r"|PYTHONHASHSEED",
+    re.IGNORECASE,
 )
 """Lines where "seed" means a random seed."""
 
@@ -50,4 +52,6 @@ def test_no_text_points_into_a_shared_folder_outside_the_repository() -> None:
 def test_random_seeds_are_allowed() -> None:
     assert RANDOM_SEED.search("random.seed(4)")
     assert RANDOM_SEED.search("rng = Random(seed=7)")
+    assert RANDOM_SEED.search("pytest -p randomly --randomly-seed=12")
+    assert RANDOM_SEED.search("the random-order seeds of each run")
     assert not RANDOM_SEED.search("see seed" + " 002 §3")  # split: the text must not match itself

@@ -19,6 +19,7 @@ from tests.server.servers import (
     fathom_serve_available,
     langgraph_dev_binary,
 )
+from tests.system_requirements import needs
 
 from fathom.server.graphs import graph_assistant_uuid
 
@@ -29,7 +30,7 @@ def server(
 ) -> Iterator[ServerProcess]:
     kind: str = request.param
     if kind == "langgraph-dev" and langgraph_dev_binary() is None:
-        pytest.skip("langgraph dev is not installed (set FATHOM_LANGGRAPH_DEV)")
+        pytest.skip(needs("langgraph dev"))
     if kind == "fathom" and not fathom_serve_available():
         pytest.skip("this fathom has no `serve` command")
     workdir = copy_deployment(tmp_path_factory.mktemp(f"a2a-{kind}") / "deploy")

@@ -23,6 +23,7 @@ from tests.server.servers import (
     fathom_serve_available,
     langgraph_dev_binary,
 )
+from tests.system_requirements import needs
 
 EXAMPLE = REPO_ROOT / "examples" / "async_subagents"
 SCRIPT_TIMEOUT_S = 120
@@ -103,7 +104,7 @@ def test_async_subagents_example_deploys_with_its_langgraph_json(
     if kind == "fathom" and not fathom_serve_available():
         pytest.skip("no `fathom serve`")
     if kind == "langgraph-dev" and langgraph_dev_binary() is None:
-        pytest.skip("no `langgraph dev` (make test)")
+        pytest.skip(needs("langgraph dev"))
     workdir = tmp_path / "deploy"
     shutil.copytree(EXAMPLE, workdir, ignore=shutil.ignore_patterns("__pycache__"))
     server = ServerProcess(kind=kind, workdir=workdir)

@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.system_requirements import needs
 
 from fathom.backends.protocol import SandboxBackendProtocol
 from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason=needs("bubblewrap"))
 
 
 def _tree(path: Path) -> dict[str, bytes | None]:

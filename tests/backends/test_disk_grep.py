@@ -13,13 +13,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.system_requirements import needs
 
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.filesystem import NO_RIPGREP_ENV, FilesystemBackend
 from fathom.backends.utils import MAX_EDIT_BYTES
 
 HAS_RG = shutil.which("rg") is not None
-needs_rg = pytest.mark.skipif(not HAS_RG, reason="ripgrep (rg) is not installed")
+needs_rg = pytest.mark.skipif(not HAS_RG, reason=needs("ripgrep"))
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 from tests.backends.trees import tree_snapshot
+from tests.system_requirements import needs
 
 from fathom import create_deep_agent
 from fathom.backends import BackendProtocol, supports_delete
@@ -68,7 +69,9 @@ HAS_RG = shutil.which("rg") is not None
 
 @pytest.fixture(
     params=[
-        pytest.param(True, id="ripgrep", marks=pytest.mark.skipif(not HAS_RG, reason="no rg")),
+        pytest.param(
+            True, id="ripgrep", marks=pytest.mark.skipif(not HAS_RG, reason=needs("ripgrep"))
+        ),
         pytest.param(False, id="python"),
     ]
 )
@@ -1055,7 +1058,7 @@ else:
     assert vfs.grep("new content").matches == []
 
 
-# --------------------------------------------------------------------------- issue 14 small items
+# --------------------------------------------------------------------------- smaller cases
 
 
 def _stale_temp(directory: Path, age_seconds: float) -> Path:
@@ -1087,7 +1090,7 @@ def test_stale_temp_files_of_killed_writes_are_removed_by_the_next_write(
     assert live.exists() and elsewhere.exists()
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="changing a file's owner needs root")
+@pytest.mark.skipif(not IS_ROOT, reason=needs("root", "changing a file's owner"))
 def test_file_owner_is_given_to_everything_the_backend_creates(
     vfs: FilesystemBackend, root: Path
 ) -> None:

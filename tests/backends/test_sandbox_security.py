@@ -22,14 +22,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.system_requirements import needs
 
 from fathom.backends.shell.bubblewrap import DEFAULT_SANDBOX_HOST_ID, BubblewrapSandbox
 from fathom.backends.shell.local import LocalShellBackend
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason=needs("bubblewrap"))
 
 ROOT = os.geteuid() == 0
-as_root = pytest.mark.skipif(not ROOT, reason="this attack needs fathom itself to run as root")
+as_root = pytest.mark.skipif(
+    not ROOT, reason=needs("root", "this attack needs fathom itself to run as root")
+)
 USER_UID = 23456
 """The throwaway uid the ordinary-user runs use (no account needs to exist for it)."""
 

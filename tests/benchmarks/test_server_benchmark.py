@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.system_requirements import needs
 
 from .conftest import load_benchmark
 
@@ -125,7 +126,7 @@ def _own_rss(pid: int) -> float:
 
 def test_both_servers_when_langgraph_dev_is_installed(server: ModuleType, tiny: Any) -> None:
     if server.langgraph_dev_binary() is None:
-        pytest.skip("langgraph dev not installed (benchmarks/.venv-langgraph-dev)")
+        pytest.skip(needs("langgraph dev"))
     results = server.run_all(tiny)
     assert set(results) == {"fathom", "fathom (memory)", "langgraph dev"}
     assert results["fathom (memory)"]["command"][-4:] == ["--database", "memory", "--jobs", "2"]

@@ -19,8 +19,6 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from tests.server.servers import (
-    LANGGRAPH_DEV_VENV,
-    REPO_ROOT,
     SERVER_KINDS,
     ServerProcess,
     copy_deployment,
@@ -28,6 +26,7 @@ from tests.server.servers import (
     langgraph_dev_binary,
 )
 from tests.server.support import Gate
+from tests.system_requirements import needs
 
 
 @pytest.fixture(scope="session", params=SERVER_KINDS)
@@ -37,11 +36,7 @@ def server(
     """A running server of each kind, shared by the session's contract tests."""
     kind: str = request.param
     if kind == "langgraph-dev" and langgraph_dev_binary() is None:
-        pytest.skip(
-            "langgraph dev is not installed: run "
-            f"`make {LANGGRAPH_DEV_VENV.relative_to(REPO_ROOT)}/.installed` "
-            "or set FATHOM_LANGGRAPH_DEV to a `langgraph` binary"
-        )
+        pytest.skip(needs("langgraph dev"))
     if kind == "fathom" and not fathom_serve_available():
         pytest.skip("this fathom has no `serve` command")
     workdir = copy_deployment(tmp_path_factory.mktemp(f"deploy-{kind}") / "deploy")

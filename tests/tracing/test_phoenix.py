@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.system_requirements import needs
 
 import fathom.tracing
 from fathom import create_deep_agent
@@ -28,8 +29,7 @@ PHOENIX = Path(os.environ.get("FATHOM_PHOENIX") or REPO / "benchmarks/.venv-phoe
 
 pytestmark = pytest.mark.skipif(
     not PHOENIX.exists(),
-    reason=f"Phoenix is not installed at {PHOENIX} (python3.11 -m venv benchmarks/.venv-phoenix"
-           " && benchmarks/.venv-phoenix/bin/pip install arize-phoenix, or set FATHOM_PHOENIX)",
+    reason=needs("arize phoenix", f"none at {PHOENIX}"),
 )
 
 

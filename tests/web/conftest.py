@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.system_requirements import needs
 
 DEPLOY_DIR = Path(__file__).parent / "deploy"
 IMAGES = (Path(os.environ["FATHOM_WEB_SCREENSHOTS"]) if os.environ.get("FATHOM_WEB_SCREENSHOTS")
@@ -152,12 +153,17 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium through Playwright (skipped when either is missing)."""
+    """Headless Chromium through Playwright (skipped when either is missing).
+
+    Module-scoped on purpose: while Playwright's sync API is open, this thread has a
+    running event loop, so any later test that calls `asyncio.run` (every async test)
+    fails. A session-scoped browser broke whichever tests a random order put after it.
+    """
     sync_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set FATHOM_CHROMIUM)")
+        pytest.skip(needs("chromium", f"none at {CHROMIUM}"))
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
