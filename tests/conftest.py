@@ -36,6 +36,7 @@ SLOW_FILES = frozenset(
         "mcp_protocol/test_mcp_client_http.py",
         "mcp_protocol/test_mcp_serve.py",
         "test_examples.py",
+        "test_docs_code.py",  # servers and `fathom mcp serve` in subprocesses
         "tracing/test_phoenix.py",  # starts a Phoenix server
         "tracing/test_switch.py",  # a fresh interpreter per check
         "test_sandbox_agent.py",

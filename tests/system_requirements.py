@@ -43,6 +43,17 @@ REQUIREMENTS: dict[str, Requirement] = {
             "or set FATHOM_PHOENIX",
         ),
         Requirement("root", "run the suite as root (CI does)"),
+        Requirement(
+            "sqlite extensions",
+            "a Python whose sqlite3 can load extensions (built with "
+            "--enable-loadable-sqlite-extensions, as Debian's python3 is); this one runs "
+            "the test of the clear error instead",
+        ),
+        Requirement(
+            "deepagents in this environment",
+            "pip install deepagents==0.7.32 into .venv (make test keeps the reference in "
+            "benchmarks/.venv-deepagents, apart from fathom)",
+        ),
     )
 }
 """Every requirement a skip may name, by name."""

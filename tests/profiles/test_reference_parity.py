@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.system_requirements import needs
 
 from fathom import create_deep_agent
 from fathom.profiles import (
@@ -78,7 +79,7 @@ def register():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepagents") is None,
-                    reason="the reference package is not installed")
+                    reason=needs("deepagents in this environment"))
 def test_plugin_calling_the_reference_register_functions_lands_in_fathom(
     tmp_path, monkeypatch
 ) -> None:

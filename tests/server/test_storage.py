@@ -11,6 +11,7 @@ from typing import TypedDict
 
 import pytest
 from langgraph.graph import START, StateGraph
+from tests.system_requirements import needs
 
 from fathom.server.storage import (
     CHECKPOINTS_FILE,
@@ -118,7 +119,7 @@ def _embed(texts: list[str]) -> list[list[float]]:
     return [[float("tea" in t), float("train" in t)] for t in texts]
 
 
-@pytest.mark.skipif(not sqlite_can_index(), reason="this Python's sqlite3 cannot load extensions")
+@pytest.mark.skipif(not sqlite_can_index(), reason=needs("sqlite extensions"))
 async def test_a_store_index_gives_semantic_search_and_survives_a_restart(tmp_path: Path):
     index = {"dims": 2, "embed": _embed, "fields": ["text"]}
     async with open_storage(None, tmp_path, index=index) as storage:
@@ -129,7 +130,8 @@ async def test_a_store_index_gives_semantic_search_and_survives_a_restart(tmp_pa
     assert [item.key for item in found] == ["b"]
 
 
-@pytest.mark.skipif(sqlite_can_index(), reason="this Python's sqlite3 can load extensions")
+@pytest.mark.skipif(sqlite_can_index(), reason="this Python's sqlite3 can load extensions, so "
+                    "semantic search runs instead")
 async def test_a_store_index_on_sqlite_without_extensions_is_a_clear_error(tmp_path: Path):
     with pytest.raises(StorageError, match="sqlite-vec extension"):
         async with open_storage(None, tmp_path, index={"dims": 2, "embed": _embed}):
