@@ -10,6 +10,7 @@ import pytest
 from acp import text_block
 from tests.acp_agent.support import DEADLINE, AcpProject, EditorClient
 
+from fathom.acp.sessions import SessionStore
 from fathom.testing.scripted import ScriptRequest, ai, tool_call
 
 GATE = threading.Event()
@@ -104,6 +105,9 @@ async def test_cancel_stops_the_run_and_a_new_process_does_not_rerun_it(
             done = await asyncio.wait_for(running, DEADLINE)
             assert done.stop_reason == "cancelled"
             GATE.set()
+        # The editor was told `cancelled`, and the session says so on disk.
+        record = SessionStore(acp_project.project / ".fathom" / "threads.sqlite").get(sid)
+        assert record is not None and record.stopped
 
         # The session goes on in the next process, and the cancelled step is not run again.
         again = EditorClient()

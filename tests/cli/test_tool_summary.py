@@ -1,8 +1,10 @@
 """Tool-result summaries, computed from what fathom's real tools answer.
 
-One agent turn (a `ScriptedModel` asking for every call at once, on a real directory through
-`LocalShellBackend`) produces the `ToolMessage`s; each is summarized with the arguments of the
-call that produced it, as the displays do.
+Two agent turns (a `ScriptedModel` on a real directory through `LocalShellBackend`) produce
+the `ToolMessage`s: first every call that only reads or runs a command, at once, then the two
+that change files. Calls of one turn run concurrently, so a listing made in the same turn as
+a write would count the new file or not depending on which finished first. Each message is
+summarized with the arguments of the call that produced it, as the displays do.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ CALLS = {
     "execute": ("execute", {"command": "for i in 1 2 3 4 5 6 7 8; do echo line$i; done; exit 3"}),
     "execute_quiet": ("execute", {"command": "true"}),
 }
+CHANGES = ("write", "edit")
+"""Asked for in a turn of their own, after the listings and reads."""
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +50,17 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
     (root / "src" / "a.py").write_text("def a():\n    return 1\n\n\ndef a2():\n    pass\n")
     (root / "src" / "b.py").write_text("def b():\n    return 2\n")
     (root / "README.md").write_text("".join(f"line {n}\n" for n in range(1, 121)))
-    calls = [tool_call(name, args, id=key) for key, (name, args) in CALLS.items()]
-    model = ScriptedModel(replies=[ai("", *calls), ai("done")])
+    calls = {key: tool_call(name, args, id=key) for key, (name, args) in CALLS.items()}
+    reads = [call for key, call in calls.items() if key not in CHANGES]
+    model = ScriptedModel(replies=[ai("", *reads), ai("", *(calls[k] for k in CHANGES)),
+                                   ai("done")])
     agent = create_deep_agent(model, backend=LocalShellBackend(root, virtual_mode=True))
     state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
     answers = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
-    asked = next(m for m in state["messages"] if isinstance(m, AIMessage) and m.tool_calls)
-    return {call["id"]: (call["args"], answers[call["id"]]) for call in asked.tool_calls
+    asked = [call for m in state["messages"] if isinstance(m, AIMessage)
+             for call in m.tool_calls]
+    assert sorted(str(call["id"]) for call in asked) == sorted(CALLS)
+    return {call["id"]: (call["args"], answers[call["id"]]) for call in asked
             if call["id"] is not None}
 
 

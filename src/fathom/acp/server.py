@@ -168,10 +168,10 @@ class FathomACPAgent:
         project_dir, db_path = self._project(cwd)
         from fathom.cli.threads import ThreadIndex
 
-        session_id = ThreadIndex(db_path).new_thread_id() + uuid.uuid4().hex[:8]
+        fresh = await asyncio.to_thread(lambda: ThreadIndex(db_path).new_thread_id())
+        session_id = fresh + uuid.uuid4().hex[:8]
         record = SessionRecord(session_id, str(project_dir), "ask", "")
         session = await self._open(record, project_dir, db_path, mcp_servers or [])
-        SessionStore(db_path).save(session.record)
         self._sessions[session_id] = session
         return NewSessionResponse(session_id=session_id, modes=self._modes(session),
                                   config_options=self._config_options(session))  # fmt: skip
@@ -181,7 +181,7 @@ class FathomACPAgent:
                            **kwargs: Any) -> LoadSessionResponse:
         """Reopen a stored session and replay its conversation as session updates."""
         project_dir, db_path = self._project(cwd)
-        record = SessionStore(db_path).get(session_id)
+        record = await SessionStore(db_path).aget(session_id)
         if record is None:
             raise _error(-32002, f"no session {session_id!r} in {project_dir}; start a new one")
         old = self._sessions.pop(session_id, None)
@@ -197,7 +197,7 @@ class FathomACPAgent:
                                **kwargs: Any) -> SetSessionModeResponse:
         """Switch the approval mode; the agent is rebuilt with the new approvals."""
         session = self._session(session_id)
-        self._set_mode(session, mode_id)
+        await self._set_mode(session, mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
@@ -207,13 +207,13 @@ class FathomACPAgent:
         if not isinstance(value, str):
             raise _error(-32602, f"option {config_id!r} takes a string value")
         if config_id == "mode":
-            self._set_mode(session, value)
+            await self._set_mode(session, value)
         elif config_id == "model":
             choices = self._model_choices(session)
             if value not in choices:
                 raise _error(-32602, f"unknown model {value!r}; choose one of "
                              f"{', '.join(choices)}")  # fmt: skip
-            self._rebuild(session, model=value)
+            await self._rebuild(session, model=value)
         else:
             raise _error(-32602, f"unknown option {config_id!r}; options are mode and model")
         return SetSessionConfigOptionResponse(config_options=self._config_options(session))
@@ -248,7 +248,7 @@ class FathomACPAgent:
                          "What finished is kept; send another prompt to go on.") from None
         if session.cancel_requested:
             session.record.stopped = True
-            SessionStore(session.db_path).save(session.record)
+            await SessionStore(session.db_path).asave(session.record)
             return PromptResponse(stop_reason="cancelled")
         return PromptResponse(stop_reason="end_turn")
 
@@ -292,9 +292,9 @@ class FathomACPAgent:
 
     async def _saver(self, db_path: Path) -> Any:
         if db_path not in self._savers:
-            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+            from fathom.acp.checkpoints import CancelSafeSqliteSaver
 
-            saver = AsyncSqliteSaver.from_conn_string(str(db_path))
+            saver = CancelSafeSqliteSaver.from_conn_string(str(db_path))
             self._savers[db_path] = await self._exits.enter_async_context(saver)
         return self._savers[db_path]
 
@@ -305,7 +305,7 @@ class FathomACPAgent:
         session.mcp, session.mcp_tools = loaded, loaded.tools
         session.notices = list(loaded.problems)
         try:
-            self._rebuild(session, model=record.model or None)
+            await self._rebuild(session, model=record.model or None)
         except BaseException:
             await loaded.aclose()
             raise
@@ -317,8 +317,8 @@ class FathomACPAgent:
         if session.mcp is not None:
             await session.mcp.aclose()
 
-    def _rebuild(self, session: _Session, *, model: str | None = None,
-                 mode: str | None = None) -> None:
+    async def _rebuild(self, session: _Session, *, model: str | None = None,
+                       mode: str | None = None) -> None:
         """Build the session's agent from the project's set-up, the model and the mode.
 
         Raises a JSON-RPC error with the configuration problem (and keeps the old agent).
@@ -354,12 +354,12 @@ class FathomACPAgent:
                          f"{error}") from None  # fmt: skip
         session.setup, session.agent = base, agent
         session.record.model, session.record.mode = name, mode
-        SessionStore(session.db_path).save(session.record)
+        await SessionStore(session.db_path).asave(session.record)
 
-    def _set_mode(self, session: _Session, mode_id: str) -> None:
+    async def _set_mode(self, session: _Session, mode_id: str) -> None:
         if mode_id not in MODES:
             raise _error(-32602, f"unknown mode {mode_id!r}; modes are {', '.join(MODES)}")
-        self._rebuild(session, model=session.record.model, mode=mode_id)
+        await self._rebuild(session, model=session.record.model, mode=mode_id)
 
     def _modes(self, session: _Session) -> SessionModeState:
         return SessionModeState(
@@ -407,10 +407,10 @@ class FathomACPAgent:
         from fathom.runs import ThreadBusyError, thread_file_lock
 
         text = " ".join(b["text"] for b in content if b.get("type") == "text")
-        ThreadIndex(session.db_path).touch(
-            session.record.session_id, first_message=text, model=session.record.model,
-            project=session.project_dir,
-        )  # fmt: skip
+        record, project = session.record, session.project_dir
+        await asyncio.to_thread(lambda: ThreadIndex(session.db_path).touch(
+            record.session_id, first_message=text, model=record.model, project=project,
+        ))  # fmt: skip
         try:
             with thread_file_lock(session.db_path.parent / "locks", session.record.session_id):
                 await self._turn(session, content)
@@ -435,7 +435,7 @@ class FathomACPAgent:
         elif has_unfinished_step(state) and not session.record.stopped:
             await self._stream(session, translator, None)  # finish a killed run first
         session.record.stopped = False
-        SessionStore(session.db_path).save(session.record)
+        await SessionStore(session.db_path).asave(session.record)
         payload: Any = {"messages": [{"role": "user", "content": content}]}
         while True:
             await self._stream(session, translator, payload)

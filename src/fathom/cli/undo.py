@@ -20,6 +20,7 @@ import json
 import logging
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,12 +80,15 @@ class FileJournal:
     """The turn records of one threads database, and the turn being recorded now.
 
     A session runs one turn at a time, so one active turn is enough; backends built for
-    that turn call `record_before_change` / `note_command` while it runs.
+    that turn call `record_before_change` / `note_command` while it runs. A turn's tool
+    calls run at the same time (in threads on the sync path), so recording is locked: two
+    first changes at once must not both take the same blob name.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._active: TurnRecord | None = None
+        self._lock = threading.Lock()
 
     def _thread_dir(self, thread_id: str) -> Path:
         return self.root / _thread_folder_name(thread_id)
@@ -135,25 +139,27 @@ class FileJournal:
 
     def record(self, path: str, content: bytes | None) -> None:
         """Keep `content` (None: the file did not exist) as `path`'s pre-image."""
-        turn = self._active
-        if turn is None or not self.wants(path):
-            return
-        entry: dict[str, Any] = {"path": path, "existed": content is not None, "blob": None}
-        try:
-            if content is not None:
-                entry["blob"] = f"{len(turn.files)}.bin"
-                (turn.folder / entry["blob"]).write_bytes(content)
-            turn.files.append(entry)
-            turn.save()
-        except OSError as error:  # the change goes ahead; /undo will not know the file
-            logger.warning("cannot keep the pre-image of %s for /undo: %s", path, error)
+        with self._lock:
+            turn = self._active
+            if turn is None or not self.wants(path):
+                return
+            entry: dict[str, Any] = {"path": path, "existed": content is not None, "blob": None}
+            try:
+                if content is not None:
+                    entry["blob"] = f"{len(turn.files)}.bin"
+                    (turn.folder / entry["blob"]).write_bytes(content)
+                turn.files.append(entry)
+                turn.save()
+            except OSError as error:  # the change goes ahead; /undo will not know the file
+                logger.warning("cannot keep the pre-image of %s for /undo: %s", path, error)
 
     def note_command(self, command: str) -> None:
-        turn = self._active
-        if turn is not None:
-            turn.commands.append(command)
-            with contextlib.suppress(OSError):
-                turn.save()
+        with self._lock:
+            turn = self._active
+            if turn is not None:
+                turn.commands.append(command)
+                with contextlib.suppress(OSError):
+                    turn.save()
 
 
 def _present(response: Any) -> bytes | None:

@@ -1,0 +1,70 @@
+"""The ACP sessions' checkpointer: LangGraph's `AsyncSqliteSaver`, safe to cancel.
+
+`fathom acp` keeps one `AsyncSqliteSaver` connection open on a project's threads database
+for as long as the editor is connected, and `session/cancel` cancels a run in the middle.
+LangGraph then cancels the run's pending checkpoint writes too. A write's statements run
+in aiosqlite's worker thread whether or not the awaiting task is still there, so a write
+cancelled after its `INSERT` and before its `commit` left the connection inside an open
+write transaction: the database stayed locked for every other connection (the session
+table, the thread index, another `fathom` process) until some later run happened to
+commit on the same connection, and those writers failed with "database is locked".
+
+`CancelSafeSqliteSaver` lets each write reach its commit before the cancellation goes on,
+so a cancelled run leaves no transaction open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+__all__ = ["CancelSafeSqliteSaver"]
+
+T = TypeVar("T")
+
+
+async def _to_the_end(write: Awaitable[T]) -> T:
+    """Await `write`; if the caller is cancelled meanwhile, let `write` finish first and
+    then raise the cancellation (a write is a few statements and their commit)."""
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller gets
+        raise
+
+
+class CancelSafeSqliteSaver(AsyncSqliteSaver):
+    """`AsyncSqliteSaver` whose writes are not interrupted between a statement and its
+    commit when the task awaiting them is cancelled."""
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await _to_the_end(super().aput(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await _to_the_end(super().aput_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await _to_the_end(super().adelete_thread(thread_id))
