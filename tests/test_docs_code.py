@@ -413,7 +413,9 @@ MCP_TOOLS_SERVER = ROOT / "tests" / "mcp_protocol" / "servers" / "tools_server.p
 def _mcp_config(ctx: Context) -> Setup:
     """`config`: one stdio MCP server (the tests' FastMCP `tools_server.py`); `model`."""
     model = echo_model()
-    config = {"calc": {"command": sys.executable, "args": [str(MCP_TOOLS_SERVER)]}}
+    # The start-up timeout only bounds a hang (a loaded machine imports FastMCP slowly).
+    config = {"calc": {"command": sys.executable, "args": [str(MCP_TOOLS_SERVER)],
+                       "timeout": 120}}
 
     def check(ns: dict[str, Any]) -> None:
         names = {t.name for t in ns["mcp"].tools}

@@ -404,7 +404,7 @@ def test_example_runs_as_a_script(name):
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=100,  # bounds a hang: a loaded machine starts Python slowly
     )
     assert done.returncode == 0, done.stderr
     for line in EXAMPLES[name]:

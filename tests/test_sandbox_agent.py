@@ -43,7 +43,7 @@ def test_an_agent_fixes_a_failing_test_inside_the_sandbox(tmp_path):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     model = ScriptedModel(policy=developer)
-    agent = create_deep_agent(model, backend=BubblewrapSandbox(root_dir=workspace, timeout=60))
+    agent = create_deep_agent(model, backend=BubblewrapSandbox(root_dir=workspace, timeout=120))
     result = agent.invoke({"messages": [{"role": "user", "content": "write add() with tests"}]})
     assert "execute" in model.requests[0].tool_names
     runs = [m for m in result["messages"] if m.type == "tool" and m.name == "execute"]
@@ -68,7 +68,7 @@ def test_sandbox_command_output_streams_as_custom_events(tmp_path):
             ai("done"),
         ]
     )
-    agent = create_deep_agent(model, backend=BubblewrapSandbox(root_dir=tmp_path, timeout=20))
+    agent = create_deep_agent(model, backend=BubblewrapSandbox(root_dir=tmp_path, timeout=120))
     events = [
         chunk
         for chunk in agent.stream(

@@ -30,7 +30,7 @@ def _blocking_agent(entered: threading.Event, release: threading.Event):
     def block() -> str:
         """Wait until the test lets the run go on."""
         entered.set()
-        assert release.wait(30), "the test never released the first run"
+        assert release.wait(120), "the test never released the first run"  # bounds a hang
         return "unblocked"
 
     def policy(request):
@@ -67,7 +67,7 @@ def test_second_run_on_a_busy_thread_is_refused_and_no_turn_is_lost() -> None:
     runner = threading.Thread(target=first_run)
     runner.start()
     try:
-        assert entered.wait(30), "the first run never reached its tool"
+        assert entered.wait(60), "the first run never reached its tool"
         with pytest.raises(ThreadBusyError) as refused:
             agent.invoke(_say("second"), config)
         assert refused.value.thread_id == "shared"
@@ -79,7 +79,7 @@ def test_second_run_on_a_busy_thread_is_refused_and_no_turn_is_lost() -> None:
         assert other["messages"][-1].text == "answer to elsewhere"
     finally:
         release.set()
-        runner.join(30)
+        runner.join(120)  # bounds a hang only
     assert not failures
     # the refused run wrote nothing; once the thread is free, the retry goes through
     assert _texts(agent, "shared") == ["first", "", "unblocked", "answer to first"]
@@ -94,7 +94,7 @@ def test_async_runs_are_guarded_too() -> None:
 
     async def scenario() -> None:
         first = asyncio.ensure_future(agent.ainvoke(_say("first"), config))
-        assert await asyncio.to_thread(entered.wait, 30)
+        assert await asyncio.to_thread(entered.wait, 60)
         with pytest.raises(ThreadBusyError):
             await agent.ainvoke(_say("second"), config)
         release.set()

@@ -48,9 +48,14 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     return workspace, outside
 
 
+HANG_S = 120
+"""The default timeout of commands that must finish: it only bounds a hang (a loaded machine
+can take many seconds over a `find /`); the tests of the kill pass a short one per call."""
+
+
 @pytest.fixture
 def sandbox(dirs: tuple[Path, Path]) -> BubblewrapSandbox:
-    return BubblewrapSandbox(dirs[0], timeout=10, max_processes=64)
+    return BubblewrapSandbox(dirs[0], timeout=HANG_S, max_processes=64)
 
 
 @pytest.fixture
@@ -65,8 +70,9 @@ def outside_unchanged(tmp_path: Path, dirs: tuple[Path, Path]) -> Iterator[None]
     assert snapshot() == before
 
 
-def _no_process(marker: str, wait: float = 3.0) -> bool:
-    """Whether no host process has `marker` in its command line (polled up to `wait` s)."""
+def _no_process(marker: str, wait: float = 60.0) -> bool:
+    """Whether no host process has `marker` in its command line (polled up to `wait` s; the
+    wait only bounds a hang: a loaded machine can be slow to reap a killed sandbox)."""
     deadline = time.monotonic() + wait
     while True:
         found = subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False)
@@ -112,7 +118,7 @@ def test_file_tools_are_jailed_to_the_workspace(
 
 def test_host_environment_does_not_leak(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FATHOM_TEST_SECRET", "hunter2")
-    sandbox = BubblewrapSandbox(tmp_path, timeout=10, env={"GREETING": "hi"})
+    sandbox = BubblewrapSandbox(tmp_path, timeout=HANG_S, env={"GREETING": "hi"})
     result = sandbox.execute("env")
     assert "hunter2" not in result.output
     assert "GREETING=hi" in result.output
@@ -236,11 +242,14 @@ def test_network_is_off_by_default(sandbox: BubblewrapSandbox, listener: _Listen
 
 
 def test_network_opt_in_shares_the_host_network(tmp_path: Path, listener: _Listener) -> None:
-    sandbox = BubblewrapSandbox(tmp_path, timeout=10, network=True)
+    sandbox = BubblewrapSandbox(tmp_path, timeout=HANG_S, network=True)
     result = sandbox.execute(_connect(listener.port))
     assert result.exit_code == 0, result.output
     assert result.output == "connected\n"
-    time.sleep(0.3)
+    # The connection is in the listener's backlog; wait for its thread to accept it.
+    deadline = time.monotonic() + 60  # bounds a hang only
+    while listener.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert listener.accepted == 1
 
 
@@ -256,7 +265,7 @@ def test_process_limit_caps_the_number_of_tasks(sandbox: BubblewrapSandbox) -> N
         "try:\n"
         "    for _ in range(200):\n"
         "        if os.fork() == 0:\n"
-        "            time.sleep(5)\n"
+        "            time.sleep(60)\n"  # outlives the loop however slow forking is
         "            os._exit(0)\n"
         "except OSError as error:\n"
         "    print('fork failed:', error.strerror)\n"
@@ -270,15 +279,19 @@ def test_process_limit_caps_the_number_of_tasks(sandbox: BubblewrapSandbox) -> N
 
 def test_fork_bomb_is_bounded_and_the_host_survives(sandbox: BubblewrapSandbox) -> None:
     marker = f"fb{secrets.token_hex(3)}"
-    # `exec`, not a fork: the shell itself becomes the sleep however full the pids cap is.
-    bomb = f"{marker}(){{ {marker}|{marker}& }}; {marker}; exec sleep 30"
-    result = sandbox.execute(bomb, timeout=3)
+    # The bomb runs in a background job, forked before the cap fills, and the shell then
+    # `exec`s (no fork) the sleep: its own fork failing at a full cap would end it at once
+    # with exit 2 (dash), which a loaded machine can make happen between the two forks of
+    # `f|f`. The timeout is the kill under test, but the bomb must first reach the pids cap
+    # inside it, which can take seconds under load: 10 s, with the sleep far longer.
+    bomb = f"{marker}(){{ {marker}|{marker}& }}; {marker} & exec sleep 1017"
+    result = sandbox.execute(bomb, timeout=10)
     assert result.exit_code == (137 if result.truncated else 124)
     # Killed at the timeout, or first at the output cap by the flood of "Cannot fork".
     assert "timeout" in result.output or result.truncated
     if sandbox.process_limit != "none":
         assert "Cannot fork" in result.output
-    assert _no_process("sleep 30")
+    assert _no_process("sleep 1017")
     assert sandbox.execute("echo alive").output == "alive\n"
 
 
@@ -307,7 +320,7 @@ def test_background_jobs_die_with_the_command(sandbox: BubblewrapSandbox) -> Non
 
 
 def test_memory_limit(dirs: tuple[Path, Path]) -> None:
-    sandbox = BubblewrapSandbox(dirs[0], timeout=10, max_memory_mb=256)
+    sandbox = BubblewrapSandbox(dirs[0], timeout=HANG_S, max_memory_mb=256)
     result = sandbox.execute("python3 -c 'x = bytearray(512 * 1024 * 1024)'")
     assert result.exit_code != 0
     assert "MemoryError" in result.output
@@ -326,14 +339,16 @@ async def test_aexecute_output_and_timeout(sandbox: BubblewrapSandbox) -> None:
 
 
 async def test_cancelling_aexecute_kills_the_sandbox(sandbox: BubblewrapSandbox) -> None:
-    task = asyncio.create_task(sandbox.aexecute("sleep 1014 & sleep 1014", timeout=30))
-    for _ in range(100):
+    # The task is cancelled once both sleeps run: its timeout only bounds a hang.
+    task = asyncio.create_task(sandbox.aexecute("sleep 1014 & sleep 1014", timeout=300))
+    deadline = time.monotonic() + 60  # bounds a slow sandbox start-up only
+    while True:
         await asyncio.sleep(0.05)
         found = subprocess.run(["pgrep", "-f", "sleep 1014"], capture_output=True, check=False)
         if found.stdout.split().__len__() >= 2:
             break
-    else:
-        pytest.fail("the command never started")
+        if time.monotonic() > deadline:
+            pytest.fail("the command never started")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

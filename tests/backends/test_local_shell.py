@@ -38,7 +38,8 @@ def alive(pid: int, start: str | None = None) -> bool:
     return start is None or fields[19] == start
 
 
-def gone(pid: int, within: float = 5.0, start: str | None = None) -> bool:
+def gone(pid: int, within: float = 60.0, start: str | None = None) -> bool:
+    """Whether `pid` ended, polled up to `within` s (only a hang bound: reaping can be slow)."""
     end = time.monotonic() + within
     while time.monotonic() < end:
         if not alive(pid, start):
@@ -47,7 +48,8 @@ def gone(pid: int, within: float = 5.0, start: str | None = None) -> bool:
     return not alive(pid, start)
 
 
-def read_pid(path: Path, within: float = 5.0) -> int:
+def read_pid(path: Path, within: float = 60.0) -> int:
+    """The pid written to `path`, polled up to `within` s (only a hang bound)."""
     end = time.monotonic() + within
     while time.monotonic() < end:
         text = path.read_text().strip() if path.exists() else ""
@@ -57,9 +59,16 @@ def read_pid(path: Path, within: float = 5.0) -> int:
     raise AssertionError(f"{path} was never written")
 
 
+HANG_S = 120
+"""The timeout of commands that must finish: it only bounds a hang on a loaded machine."""
+KILL_S = 3
+"""The timeout of a command whose kill is under test and whose first lines must come out
+before it (a loaded machine can take a while to start the shell)."""
+
+
 @pytest.fixture
 def shell(tmp_path: Path) -> LocalShellBackend:
-    return LocalShellBackend(root_dir=tmp_path, timeout=10)
+    return LocalShellBackend(root_dir=tmp_path, timeout=HANG_S)
 
 
 def test_is_a_sandbox_backend(shell: LocalShellBackend) -> None:
@@ -105,10 +114,10 @@ def test_constructor_validates(tmp_path: Path) -> None:
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=KILL_S)
     result = shell.execute("echo started; sleep 100 & echo $! > child.pid; sleep 100; wait")
     assert result.exit_code == 124  # GNU timeout's code; the output so far is kept
-    assert result.output == "started\n[killed: the command ran past its 1s timeout]"
+    assert result.output == f"started\n[killed: the command ran past its {KILL_S}s timeout]"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
@@ -121,8 +130,8 @@ def test_per_call_timeout_overrides_default(shell: LocalShellBackend) -> None:
 
 
 def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path, timeout=30)
-    result = shell.execute("sleep 30 & echo $! > bg.pid; echo ok")
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=HANG_S)
+    result = shell.execute("sleep 300 & echo $! > bg.pid; echo ok")
     assert result.exit_code == 0
     assert result.output == "ok\n"
     pid = read_pid(tmp_path / "bg.pid")
@@ -131,7 +140,7 @@ def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
 
 
 def test_output_over_the_cap_is_truncated_fast(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=10_000)
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=HANG_S, max_output_bytes=10_000)
     result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes' | head -c 5000000")
     assert result.truncated
     assert result.exit_code == 137  # killed at the capture cap (128 + SIGKILL)
@@ -153,8 +162,14 @@ def test_the_capture_cap_stops_a_runaway_command(tmp_path: Path) -> None:
 def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, max_output_bytes=50)
     chunks: list[str] = []
+
+    def listen(chunk: str) -> None:
+        chunks.append(chunk)
+        (tmp_path / "seen").touch()  # the command goes on once its first line came through
+
     result = shell.execute(
-        "echo one; sleep 0.2; echo two; head -c 200 /dev/zero", on_output=chunks.append
+        "echo one; while [ ! -e seen ]; do sleep 0.02; done; echo two; head -c 200 /dev/zero",
+        on_output=listen,
     )
     assert len(chunks) >= 2
     assert "".join(chunks) == result.output.split("\n[output passed")[0]
@@ -203,19 +218,19 @@ def test_aexecute_output_and_exit_code(tmp_path: Path) -> None:
 
 
 def test_aexecute_timeout_kills_the_group(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path, timeout=1)
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=KILL_S)
     result = asyncio.run(shell.aexecute("sleep 100 & echo $! > child.pid; sleep 100; wait"))
     assert result.exit_code == 124
-    assert result.output == "[killed: the command ran past its 1s timeout]"
+    assert result.output == f"[killed: the command ran past its {KILL_S}s timeout]"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
 def test_aexecute_truncates_and_background_jobs_do_not_hold_it(tmp_path: Path) -> None:
-    shell = LocalShellBackend(root_dir=tmp_path, timeout=30, max_output_bytes=1_000)
+    shell = LocalShellBackend(root_dir=tmp_path, timeout=HANG_S, max_output_bytes=1_000)
 
     async def main() -> tuple:
         big = await shell.aexecute("yes | head -c 5000000")
-        bg = await shell.aexecute("sleep 30 & echo $! > bg.pid; echo ok")
+        bg = await shell.aexecute("sleep 300 & echo $! > bg.pid; echo ok")
         return big, bg
 
     big, bg = asyncio.run(main())
@@ -234,7 +249,8 @@ def test_cancelling_aexecute_kills_the_process_group(tmp_path: Path) -> None:
             shell.aexecute("sleep 60 & echo $! > child.pid; echo $$ > pid; exec sleep 60")
         )
         pid_file = tmp_path / "pid"
-        for _ in range(250):
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while time.monotonic() < deadline:
             if pid_file.exists() and pid_file.read_text().strip():
                 break
             await asyncio.sleep(0.02)

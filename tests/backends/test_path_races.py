@@ -72,7 +72,7 @@ def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 def sandbox_or_shell(root: Path) -> FilesystemBackend:
     """A backend with `upload_files`/`download_files`: the sandbox when bwrap works here."""
     try:
-        return BubblewrapSandbox(root, timeout=10)
+        return BubblewrapSandbox(root, timeout=120)
     except RuntimeError:
         return LocalShellBackend(root, virtual_mode=True)
 

@@ -10,7 +10,7 @@ from fathom.testing import ScriptedModel, ai, tool_call
 
 
 def sandbox(root):
-    return BubblewrapSandbox(root_dir=root, timeout=20)
+    return BubblewrapSandbox(root_dir=root, timeout=120)
 
 
 def test_each_thread_gets_its_own_workspace_and_close_removes_it(tmp_path):
@@ -62,7 +62,7 @@ def test_an_assistant_scope_is_shared_by_its_threads_and_odd_keys_are_safe(tmp_p
 
 
 def test_a_skill_script_runs_inside_the_sandbox(tmp_path):
-    box = BubblewrapSandbox(root_dir=tmp_path, timeout=20)
+    box = BubblewrapSandbox(root_dir=tmp_path, timeout=120)
     skill = "---\nname: greet\ndescription: Greets people.\n---\nRun skills/greet/greet.py."
     uploaded = box.upload_files(
         [

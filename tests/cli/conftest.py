@@ -104,8 +104,10 @@ class FathomProject:
     # ---------------------------------------------------------------- running the command
 
     def spawn(self, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 30) -> pexpect.spawn:
-        """The command in a 40x120 pty; all it prints is kept for `transcript`."""
+              timeout: float = 90) -> pexpect.spawn:
+        """The command in a 40x120 pty; all it prints is kept for `transcript`. `timeout` is
+        each `expect`'s default: it only bounds a hang (a loaded machine can take tens of
+        seconds to start the command and import LangChain)."""
         child = pexpect.spawn(
             str(FATHOM), list(args), cwd=str(self.project), env=env or self.env,
             encoding="utf-8", timeout=timeout, dimensions=(40, 120),
@@ -114,8 +116,9 @@ class FathomProject:
         self.children.append(child)
         return child
 
-    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """The command without a terminal; stdout and stderr captured separately."""
+    def run(self, *args: str, timeout: float = 100) -> subprocess.CompletedProcess[str]:
+        """The command without a terminal; stdout and stderr captured separately (`timeout`
+        only bounds a hang)."""
         return subprocess.run(
             [str(FATHOM), *args], cwd=self.project, env=self.env, capture_output=True,
             text=True, encoding="utf-8", timeout=timeout, check=False,
@@ -151,8 +154,8 @@ class FathomProject:
         child.expect(_PROMPT)
 
     @staticmethod
-    def finish(child: pexpect.spawn, timeout: float = 30) -> int | None:
-        """Wait for the child to exit; its exit status."""
+    def finish(child: pexpect.spawn, timeout: float = 90) -> int | None:
+        """Wait for the child to exit; its exit status (`timeout` only bounds a hang)."""
         child.expect(pexpect.EOF, timeout=timeout)
         child.close()
         return child.exitstatus

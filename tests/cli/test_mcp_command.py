@@ -11,15 +11,17 @@ import sys
 from typing import Any
 
 import pytest
-from tests.mcp_protocol.support import TOOLS_SERVER
+from tests.mcp_protocol.support import STARTUP_TIMEOUT_S, TOOLS_SERVER
 
 from fathom.testing import ai, tool_call
 from fathom.testing.scripted import Script
 
 from .conftest import FathomProject
 
+# The start-up timeout only bounds a hang: a loaded machine can take many seconds to import
+# a FastMCP server, past the default 30 s.
 CALC = f'[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n' \
-       f'args = [{json.dumps(str(TOOLS_SERVER))}]\n'
+       f'args = [{json.dumps(str(TOOLS_SERVER))}]\ntimeout = {STARTUP_TIMEOUT_S}\n'
 
 
 def _add_then_report(request: Any) -> Any:
@@ -53,7 +55,8 @@ def test_a_project_mcp_json_server_that_cannot_start_is_a_warning_and_the_run_go
 ) -> None:
     fathom_project.write_config()
     fathom_project.write(".mcp.json", json.dumps({"mcpServers": {
-        "calc": {"command": sys.executable, "args": [str(TOOLS_SERVER)]},
+        "calc": {"command": sys.executable, "args": [str(TOOLS_SERVER)],
+                 "timeout": STARTUP_TIMEOUT_S},
         "broken": {"command": "/nonexistent/mcp-server", "args": []},
     }}))
     done, payload = fathom_project.run_json("add two and three")

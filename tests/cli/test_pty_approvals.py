@@ -204,7 +204,7 @@ def test_the_editor_gets_the_new_text_not_json(
     assert (fp.project / "notes.txt").read_text(encoding="utf-8") == "hello editor\nbye\n"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(420)  # seven starts of the command: a hang bound, sized for a loaded machine
 def test_fathom_approve_lists_approves_and_rejects(fathom_project: FathomProject) -> None:
     fp = fathom_project
     done, payload = fp.run_json(TWO_FILES)
@@ -247,7 +247,7 @@ def test_fathom_approve_lists_approves_and_rejects(fathom_project: FathomProject
     assert "Traceback" not in unknown.stderr
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)  # three starts of the command: a hang bound, sized for a loaded machine
 def test_fathom_approve_refuses_an_agent_that_would_drop_the_answer(
     fathom_project: FathomProject,
 ) -> None:
@@ -266,7 +266,7 @@ def test_fathom_approve_refuses_an_agent_that_would_drop_the_answer(
     assert re.search(rf"{ANSWER} results: .*ran", approved.stdout), approved.stdout
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)  # three starts of the command: a hang bound, sized for a loaded machine
 def test_the_prompt_leaves_pending_a_call_this_agent_would_not_gate(
     fathom_project: FathomProject,
 ) -> None:

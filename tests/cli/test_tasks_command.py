@@ -153,6 +153,7 @@ def test_tasks_open_shows_a_child_thread_by_id_prefix(
     assert "assistant: Found: 42" in done.stdout
 
 
+@pytest.mark.timeout(240)  # three starts of the command: a hang bound, sized for a loaded machine
 def test_tasks_bad_references_get_clear_messages(
     bare_project: FathomProject, server_url: str, supervisor: tuple[str, dict[str, AsyncTask]]
 ) -> None:

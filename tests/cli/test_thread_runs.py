@@ -66,7 +66,7 @@ def _wait_for(check, process: subprocess.Popen[str], what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # four starts of the command: a hang bound, sized for a loaded machine
 def test_a_second_fathom_on_a_busy_thread_is_refused(fathom_project: FathomProject) -> None:
     fp = fathom_project
     first = _spawn_run(fp, "--thread", "shared", BLOCK_TASK)
@@ -111,7 +111,7 @@ def _write_saved(db: Path) -> bool:
     return any(b"Wrote `/kept.txt`" in bytes(value) for (value,) in rows)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)  # two starts of the command: a hang bound, sized for a loaded machine
 def test_next_message_after_kill_9_keeps_the_completed_write(
     fathom_project: FathomProject,
 ) -> None:

@@ -15,9 +15,20 @@ DEADLINE_S = 60.0
 """Bounds a hang only; every wait polls a condition."""
 
 
+STARTUP_TIMEOUT_S = 120
+"""The start-up timeout of the test servers: bounds a hang only (a loaded machine can take
+many seconds to import a FastMCP server, past the default 30 s)."""
+
+
 def stdio_entry(script: Path, **extra: Any) -> dict[str, Any]:
-    """An MCP server entry spawning `script` with this interpreter."""
-    return {"command": sys.executable, "args": [str(script)], **extra}
+    """An MCP server entry spawning `script` with this interpreter (`extra` may set its own
+    `timeout`)."""
+    return {
+        "command": sys.executable,
+        "args": [str(script)],
+        "timeout": STARTUP_TIMEOUT_S,
+        **extra,
+    }
 
 
 def free_port() -> int:

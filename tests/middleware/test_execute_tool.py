@@ -64,10 +64,11 @@ def test_non_zero_exit_is_an_error(mode: str, tmp_path: Path) -> None:
 
 def test_timeout_argument_kills_the_command(mode: str, tmp_path: Path) -> None:
     backend = LocalShellBackend(root_dir=tmp_path, timeout=60)
-    call = tool_call("execute", {"command": "echo start; sleep 30", "timeout": 1})
+    # 3 s, not less: the `echo start` before the kill must come out on a loaded machine too.
+    call = tool_call("execute", {"command": "echo start; sleep 30", "timeout": 3})
     message, _ = run(mode, backend, call)
     assert message.status == "error"
-    assert message.text == "start\n[killed: the command ran past its 1s timeout]\n[exit code 124]"
+    assert message.text == "start\n[killed: the command ran past its 3s timeout]\n[exit code 124]"
 
 
 def test_output_past_the_capture_cap_is_stopped_and_flagged(mode: str, tmp_path: Path) -> None:

@@ -385,7 +385,7 @@ async def test_the_tutorial_runs_the_same_on_the_async_path(cs: ModuleType) -> N
 
 def test_example_runs_as_a_script() -> None:
     done = subprocess.run(
-        [sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=60, cwd=ROOT
+        [sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=100, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
     for line in [

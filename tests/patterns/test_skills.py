@@ -416,7 +416,7 @@ def test_read_only_guard() -> None:
 def test_sql_assistant_example_runs_as_a_script() -> None:
     done = subprocess.run(
         [sys.executable, "examples/patterns/sql_assistant.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=100, check=False,
     )
     assert done.returncode == 0, done.stderr
     for line in [
