@@ -29,7 +29,7 @@ __all__ = [
     "read_mcp_json",
 ]
 
-DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_STARTUP_TIMEOUT = 60.0
 """Seconds a server gets to start, initialize and list its tools."""
 
 PROJECT_MCP_FILES = (".mcp.json", "mcp.json", ".cursor/mcp.json")

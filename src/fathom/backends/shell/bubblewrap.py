@@ -214,18 +214,28 @@ def _find_cgroup(controller: str) -> _CgroupBase | None:
     return None
 
 
+CGROUP_REAP_S = 10.0
+"""How long removing a sandbox's cgroup waits for its killed tasks to be reaped."""
+
+
 def _remove_cgroup(path: str) -> None:
-    """Remove a child cgroup once its tasks are gone (they are being killed)."""
-    for _ in range(50):
+    """Remove a child cgroup once its tasks are gone (they are being killed).
+
+    Waits up to `CGROUP_REAP_S`: on a loaded machine the kernel can take most of a second
+    to reap a killed fork bomb, and an early give-up left the cgroup behind."""
+    deadline = time.monotonic() + CGROUP_REAP_S
+    delay = 0.01
+    while True:
         try:
             os.rmdir(path)
             return
         except FileNotFoundError:
             return
         except OSError as error:
-            if error.errno != errno.EBUSY:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
                 break
-            time.sleep(0.01)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
     logger.warning("could not remove cgroup %s", path)
 
 
