@@ -19,9 +19,9 @@ _TESTS = Path(__file__).resolve().parent
 SLOW_FILES = frozenset(
     {
         "benchmarks",  # a whole folder
-        "acp_agent/test_turns.py",  # these spawn `fathom acp`
-        "acp_agent/test_modes.py",
-        "acp_agent/test_mcp_and_bad_input.py",
+        "protocols/acp/test_turns.py",  # these spawn `fathom acp`
+        "protocols/acp/test_modes.py",
+        "protocols/acp/test_mcp_and_bad_input.py",
         "cli/test_command_pty.py",
         "cli/test_pty_line_editor.py",
         "cli/test_scripting.py",  # these spawn `fathom` (and `fathom serve`)
@@ -32,9 +32,9 @@ SLOW_FILES = frozenset(
         "cli/test_tasks_command.py",
         "cli/test_mcp_command.py",
         "cli/test_pty_output.py",
-        "mcp_protocol/test_mcp_client_stdio.py",
-        "mcp_protocol/test_mcp_client_http.py",
-        "mcp_protocol/test_mcp_serve.py",
+        "tools/test_mcp_client_stdio.py",
+        "tools/test_mcp_client_http.py",
+        "protocols/mcp/test_mcp_serve.py",
         "test_examples.py",
         "test_docs_code.py",  # servers and `fathom mcp serve` in subprocesses
         "tracing/test_phoenix.py",  # starts a Phoenix server
@@ -46,7 +46,7 @@ SLOW_FILES = frozenset(
         "test_async_interop_langgraph_dev.py",
         "test_async_interop_reference.py",
         "async_e2e",  # a whole folder
-        "a2a/test_a2a_serve.py",
+        "protocols/a2a/test_a2a_serve.py",
         "backends/test_bubblewrap.py",
         "backends/test_sandbox_security.py",
         "backends/test_path_races.py",

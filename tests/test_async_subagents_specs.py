@@ -91,7 +91,7 @@ def test_sync_invoke_with_a_url_spec_reaches_the_server_over_http() -> None:
 async def test_a_url_less_spec_outside_any_server_is_a_clear_tool_answer() -> None:
     """`ainvoke` outside any server (the registry of fathom apps emptied for the test, and
     no langgraph-api installed): launching answers what is missing, and tracks nothing."""
-    from fathom.server import loopback
+    from fathom.hosting import loopback
 
     saved = set(loopback._apps)  # pyright: ignore[reportPrivateUsage]
     loopback._apps.clear()  # pyright: ignore[reportPrivateUsage]

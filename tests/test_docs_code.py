@@ -367,12 +367,15 @@ def _served_agent() -> tuple[Any, ScriptedModel]:
 
 @contextlib.contextmanager
 def serving(graphs: dict[str, Any]) -> Iterator[str]:
-    """`create_app(graphs)` under uvicorn in a thread, on a free loopback port; its URL."""
+    """`create_app(graphs)` with the protocol routes, as `fathom serve` builds it, under
+    uvicorn in a thread, on a free loopback port; its URL."""
     import uvicorn
 
+    from fathom.protocols import server_routes
     from fathom.server import create_app
 
-    server = uvicorn.Server(uvicorn.Config(create_app(graphs), host="127.0.0.1", port=0,
+    app = create_app(graphs, routes=server_routes())
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, name="docs-test-server", daemon=True)
     thread.start()
@@ -406,7 +409,7 @@ def _server(ctx: Context) -> Setup:
     return Setup(urls={"http://127.0.0.1:2024": url}, check=check)
 
 
-MCP_TOOLS_SERVER = ROOT / "tests" / "mcp_protocol" / "servers" / "tools_server.py"
+MCP_TOOLS_SERVER = ROOT / "tests" / "protocols" / "mcp" / "servers" / "tools_server.py"
 
 
 @setup("mcp-config")

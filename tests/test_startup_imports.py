@@ -37,8 +37,8 @@ UNWANTED = (
     "fathom.server",
     "fathom.web",
     "fathom.cli",
-    "fathom.mcp",
-    "fathom.a2a",
+    "fathom.protocols.mcp",
+    "fathom.protocols.a2a",
     "fathom.backends.shell",
     "fathom.backends.filesystem",
 )

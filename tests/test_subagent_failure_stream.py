@@ -9,8 +9,8 @@ import pytest
 from langchain.agents import create_agent
 
 from fathom import create_deep_agent
-from fathom.cli.events import EventTranslator, ToolFinished
 from fathom.middleware import SubAgentMiddleware
+from fathom.project.events import EventTranslator, ToolFinished
 from fathom.testing import ScriptedModel, ai, tool_call
 
 USER = {"messages": [{"role": "user", "content": "delegate it"}]}

@@ -9,10 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from fathom import _deferred_httpx_cli
+from fathom import _aliases, _deferred_httpx_cli
 
 # LangGraph imports httpx; its command-line module (click, rich, pygments) waits until used
 _deferred_httpx_cli.install()
+# modules that moved keep their old paths (fathom.mcp.client is fathom.tools.mcp)
+_aliases.install()
 
 if TYPE_CHECKING:
     from fathom.agent import create_deep_agent

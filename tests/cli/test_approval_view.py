@@ -14,9 +14,9 @@ import pytest
 from fathom.cli.approval_view import CurrentUnknown, apply_edit, render_view, view_call
 from fathom.cli.approvals import ask_decisions, file_reader
 from fathom.cli.approve import pending_calls_json
-from fathom.cli.build import AgentSetup
-from fathom.cli.project import load_config, project_sources
 from fathom.cli.session import PendingApproval
+from fathom.project.build import AgentSetup
+from fathom.project.config import load_config, project_sources
 from fathom.testing import ScriptedModel
 
 BIG = "".join(f"line {i:04d}\n" for i in range(1, 2001))

@@ -23,7 +23,7 @@ from fathom.cli.commands import (
     is_command,
     message_text,
 )
-from fathom.cli.threads import ThreadIndex
+from fathom.project.threads import ThreadIndex
 
 
 @dataclass

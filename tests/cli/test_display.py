@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.file_proxy import FileProxy
 
 from fathom.cli.display import PlainDisplay, RichDisplay, make_display
-from fathom.cli.events import (
+from fathom.project.events import (
     Event,
     ShellOutput,
     TextDelta,

@@ -1,7 +1,7 @@
 """The `fathom` command with MCP servers: `[mcp_servers]` in fathom.toml, a project
 `.mcp.json`, a server that fails to start, `interrupt_on` by the prefixed name, and `/mcp`.
 
-The servers are real FastMCP processes (`tests/mcp_protocol/servers/`); the model is scripted.
+The servers are real FastMCP processes (`tests/protocols/mcp/servers/`); the model is scripted.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pytest
-from tests.mcp_protocol.support import STARTUP_TIMEOUT_S, TOOLS_SERVER
+from tests.protocols.mcp.support import STARTUP_TIMEOUT_S, TOOLS_SERVER
 
 from fathom.testing import ai, tool_call
 from fathom.testing.scripted import Script

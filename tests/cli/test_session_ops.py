@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from fathom.cli.build import AgentSetup
 from fathom.cli.display import PlainDisplay
 from fathom.cli.pricing import DEFAULT_PRICES, Price, find_price
-from fathom.cli.project import ConfigError, SandboxKind, load_config, project_sources
 from fathom.cli.session import Session
 from fathom.cli.session_ops import compact_thread, cost_report, switch_model, undo_last_turn
-from fathom.cli.threads import threads_db_path
+from fathom.project.build import AgentSetup
+from fathom.project.config import ConfigError, SandboxKind, load_config, project_sources
+from fathom.project.threads import threads_db_path
 from fathom.testing import ScriptedModel, ScriptedOpenAIServer, ai, tool_call
 from fathom.testing.scripted import ScriptRequest
 

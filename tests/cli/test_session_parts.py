@@ -9,13 +9,19 @@ from pathlib import Path
 
 from fathom import create_deep_agent
 from fathom.cli.approvals import ask_decisions
-from fathom.cli.build import AgentSetup
 from fathom.cli.display import PlainDisplay
-from fathom.cli.events import EventTranslator, TextDelta, TodosChanged, ToolFinished, ToolStarted
-from fathom.cli.project import load_config, project_sources
 from fathom.cli.session import PendingApproval, Session
-from fathom.cli.threads import ThreadIndex, threads_db_path
 from fathom.middleware import PlanningMiddleware
+from fathom.project.build import AgentSetup
+from fathom.project.config import load_config, project_sources
+from fathom.project.events import (
+    EventTranslator,
+    TextDelta,
+    TodosChanged,
+    ToolFinished,
+    ToolStarted,
+)
+from fathom.project.threads import ThreadIndex, threads_db_path
 from fathom.testing import ScriptedModel, ai, tool_call
 
 

@@ -105,7 +105,7 @@ def test_code_interpreter_without_pydantic_monty_names_the_install_command(monke
 
 
 async def test_the_cli_shows_the_codes_subagents_as_task_calls():
-    from fathom.cli.events import EventTranslator, ToolFinished, ToolStarted
+    from fathom.project.events import EventTranslator, ToolFinished, ToolStarted
 
     stats = {"active": 0, "peak": 0}
     specs = [{"name": "counter", "description": "c", "runnable": counting_subagent(1, stats)}]

@@ -18,9 +18,9 @@ from langgraph.types import Command
 
 from fathom import create_deep_agent, create_file_data
 from fathom.backends import FilesystemBackend
-from fathom.cli.build import DEFAULT_APPROVALS
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.permissions import FilesystemPermission
+from fathom.project.build import DEFAULT_APPROVALS
 from fathom.testing import ScriptedModel, ai, tool_call
 
 USER = {"role": "user", "content": "go"}

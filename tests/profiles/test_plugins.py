@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fathom.profiles import get_harness_profile, get_provider_profile
-from fathom.profiles.loading import load_plugins
+from fathom.profiles.registry import load_plugins
 
 PLUGIN = '''
 from fathom.profiles import (

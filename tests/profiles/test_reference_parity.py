@@ -18,7 +18,7 @@ from fathom.profiles import (
     get_provider_profile,
     register_harness_profile,
 )
-from fathom.profiles.loading import load_plugins
+from fathom.profiles.registry import load_plugins
 from fathom.prompt import BASE_PROMPT
 from fathom.testing import ScriptedModel, ai, tool_call
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fathom.cli.build import (
+from fathom.project.build import (
     NO_MODEL_HELP,
     USER_ROUTE,
     AgentSetup,
@@ -19,7 +19,7 @@ from fathom.cli.build import (
     confinement,
     subagent_specs,
 )
-from fathom.cli.project import ConfigError, FathomConfig, load_config, project_sources
+from fathom.project.config import ConfigError, FathomConfig, load_config, project_sources
 from fathom.testing import ScriptedModel, ScriptedOpenAIServer, ai, tool_call
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FATHOM_MODEL")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fathom.cli.project import (
+from fathom.project.config import (
     ConfigError,
     FathomConfig,
     ProjectSources,

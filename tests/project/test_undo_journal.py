@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fathom import create_deep_agent
 from fathom.backends import FilesystemBackend
-from fathom.cli.undo import FileJournal, JournaledBackend, restore_files
+from fathom.project.undo import FileJournal, JournaledBackend, restore_files
 from fathom.testing import ScriptedModel, ai, tool_call
 
 FILES = 16

@@ -105,7 +105,7 @@ async def test_a_run_sees_its_threads_metadata_in_its_config() -> None:
 
 async def test_a_run_started_from_inside_another_run_streams_only_to_its_own_thread() -> None:
     from fathom import create_deep_agent
-    from fathom.server.loopback import hosting_app
+    from fathom.hosting.loopback import hosting_app
     from fathom.testing import ScriptedModel, ai
 
     child = create_deep_agent(ScriptedModel(replies=[ai("child words")]))

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 from langchain_core.messages import ToolMessage
-from tests.mcp_protocol.support import TOOLS_SERVER, free_port, wait_for_port
+from tests.protocols.mcp.support import TOOLS_SERVER, free_port, wait_for_port
 
 from fathom import create_deep_agent
-from fathom.mcp import McpServers, parse_servers
+from fathom.protocols.mcp import McpServers, parse_servers
 from fathom.testing import ScriptedModel, ai, tool_call
 
 

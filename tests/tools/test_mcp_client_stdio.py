@@ -1,7 +1,8 @@
 """MCP tools from a FastMCP server in a subprocess (stdio) in a fathom agent.
 
-The server is real (`servers/tools_server.py`, spawned with this interpreter) and so is the
-protocol library; the model is a `ScriptedModel` that calls the prefixed tools.
+The server is real (`tests/protocols/mcp/servers/tools_server.py`, spawned with this
+interpreter) and so is the protocol library; the model is a `ScriptedModel` that calls
+the prefixed tools.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from tests.mcp_protocol.support import DEADLINE_S, HANG_SERVER, TOOLS_SERVER, stdio_entry
+from tests.protocols.mcp.support import DEADLINE_S, HANG_SERVER, TOOLS_SERVER, stdio_entry
 
 from fathom import create_deep_agent
-from fathom.mcp import McpServers, load_tools, parse_servers
+from fathom.protocols.mcp import McpServers, load_tools, parse_servers
 from fathom.testing import ScriptedModel, ai, tool_call
 
 
@@ -86,7 +87,7 @@ def test_mcp_tools_work_from_synchronous_code() -> None:
 async def test_a_server_command_that_does_not_exist_is_a_warning_and_the_others_still_serve(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="fathom.mcp.client")
+    caplog.set_level(logging.WARNING, logger="fathom.tools.mcp")
     servers = parse_servers({
         "missing": {"command": "/nonexistent/fathom-mcp-server"},
         "calc": stdio_entry(TOOLS_SERVER),

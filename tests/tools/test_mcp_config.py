@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fathom.cli.mcp import mcp_report, server_configs
-from fathom.cli.project import ConfigError, load_config
-from fathom.mcp import McpConfigError, McpServers, parse_servers, read_mcp_json
+from fathom.project.config import ConfigError, load_config
+from fathom.protocols.mcp import McpConfigError, McpServers, parse_servers, read_mcp_json
 
 
 def test_the_claude_code_and_cursor_shape_reads_command_and_url_servers(tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def file_reader(setup: Any) -> ReadCurrent:
     Files under the harness's state routes live in the thread's state, not on disk, so
     they raise `CurrentUnknown`, as do unreadable, binary and very large files.
     """
-    from fathom.cli.build import STATE_ROUTES, build_backend
+    from fathom.project.build import STATE_ROUTES, build_backend
 
     backend: Any = None
 

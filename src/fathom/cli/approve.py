@@ -107,16 +107,16 @@ def _decisions(approvals: list[Any], decision: dict[str, Any]) -> dict[str, Any]
 
 def approve_command(args: argparse.Namespace) -> int:
     """Run `fathom approve`; the exit code (0 done, 1 failed, 2 usage, 3 still pending)."""
-    from fathom.cli.main import SetupError, _fail, _project, _session
+    from fathom.cli.startup import SetupError, build_session, fail, project_dir
 
     thread = str(args.thread)
     try:
-        session = _session(args)
+        session = build_session(args)
     except SetupError as error:
-        return _fail(str(error))
+        return fail(str(error))
     try:
         if session.threads.get(thread) is None:
-            return _fail(f"there is no thread {thread} in {_project(args)}; "
+            return fail(f"there is no thread {thread} in {project_dir(args)}; "
                          "`fathom threads` lists this project's threads", EXIT_USAGE)
         pending = session.pending(thread)
         if not pending:
@@ -137,10 +137,10 @@ def approve_command(args: argparse.Namespace) -> int:
 
         ungated = not_gated(pending, session)
         if ungated:
-            return _fail(ungated, EXIT_USAGE)
+            return fail(ungated, EXIT_USAGE)
         resume = _decisions(pending, decision)
         if isinstance(resume, str):
-            return _fail(resume, EXIT_USAGE)
+            return fail(resume, EXIT_USAGE)
         done = "approved" if decision["type"] == "approve" else "rejected"
         print(f"{done}: {_names(pending)}")
         return _outcome(session, thread, session.run(thread, resume=resume))

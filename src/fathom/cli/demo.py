@@ -133,8 +133,8 @@ def _scripted_answer(out: TextIO) -> Callable[[str], str]:
 
 
 def _setup(project: Path, home: Path, model: ScriptedModel) -> Any:
-    from fathom.cli.build import AgentSetup
-    from fathom.cli.project import load_config, project_sources
+    from fathom.project.build import AgentSetup
+    from fathom.project.config import load_config, project_sources
 
     config = load_config(project, home)
     return AgentSetup(project_dir=project, home=home, config=config,
@@ -148,7 +148,7 @@ def run_demo(*, plain: bool = False, out: TextIO | None = None) -> int:
     from fathom.cli.approvals import ask_decisions, file_reader
     from fathom.cli.display import make_display
     from fathom.cli.session import Session
-    from fathom.cli.threads import ThreadIndex, threads_db_path
+    from fathom.project.threads import ThreadIndex, threads_db_path
 
     stream: TextIO = out or sys.stdout
     say = lambda text: (stream.write(text + "\n"), stream.flush())  # noqa: E731

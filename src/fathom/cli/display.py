@@ -16,7 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
-from fathom.cli.events import (
+from fathom.cli.markdown_stream import finished_prefix
+from fathom.cli.tool_summary import ResultLog, ToolSummary, summarize
+from fathom.project.events import (
     Event,
     Lane,
     ShellOutput,
@@ -26,8 +28,6 @@ from fathom.cli.events import (
     ToolStarted,
     short_text,
 )
-from fathom.cli.markdown_stream import finished_prefix
-from fathom.cli.tool_summary import ResultLog, ToolSummary, summarize
 from fathom.usage import AgentTotals, AgentUsage
 
 if TYPE_CHECKING:  # rich is imported lazily: `fathom --help` should not pay for it

@@ -13,19 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from fathom.cli.approvals import NoTerminalForApproval, answer_approvals
-from fathom.cli.main import EXIT_APPROVAL, EXIT_OK, SetupError, _fail, _session, _thread_for
+from fathom.cli.startup import EXIT_APPROVAL, EXIT_OK, SetupError, build_session, fail, thread_for
 
 __all__ = ["interactive"]
 
 
 def interactive(args: argparse.Namespace) -> int:
     try:
-        session = _session(args)
-        thread_id, existed = _thread_for(args, session)
+        session = build_session(args)
+        thread_id, existed = thread_for(args, session)
     except SetupError as error:
-        return _fail(str(error))
+        return fail(str(error))
     state = "resumed" if existed else "new"
-    from fathom.cli.build import confinement
+    from fathom.project.build import confinement
 
     print(f"fathom · {session.setup.model_name} · thread {thread_id} ({state}) · "
           f"{session.setup.project_dir}")

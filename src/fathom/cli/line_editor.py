@@ -33,7 +33,6 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input.typeahead import clear_typeahead
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from fathom.cli.commands import CommandRegistry
 from fathom.cli.mentions import mention_candidates
 
 __all__ = [
@@ -71,6 +70,17 @@ class PlainReader:
         """Nothing is read ahead: `input()` consumes only the line it returns."""
 
 
+class Completable(Protocol):
+    """What completion reads of a slash command (`fathom.cli.commands.Command` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+    @property
+    def help(self) -> str: ...
+
+
 def use_line_editor(*, plain: bool) -> bool:
     """Whether to use the line editor: stdin and stdout are terminals, `TERM` is not
     `dumb` and `--plain` was not given."""
@@ -95,7 +105,7 @@ def history_path(project_dir: Path) -> Path | None:
 class EditorReader:
     """A prompt_toolkit prompt with the project's history and completion."""
 
-    def __init__(self, project_dir: Path, commands: CommandRegistry) -> None:
+    def __init__(self, project_dir: Path, commands: Iterable[Completable]) -> None:
         path = history_path(project_dir)
         history: History = FileHistory(str(path)) if path else InMemoryHistory()
         bindings = KeyBindings()
@@ -126,7 +136,7 @@ class EditorReader:
 class _Completer(Completer):
     """`/commands` at the start of the line, `@paths` anywhere."""
 
-    def __init__(self, project_dir: Path, commands: CommandRegistry) -> None:
+    def __init__(self, project_dir: Path, commands: Iterable[Completable]) -> None:
         self._project = project_dir
         self._commands = commands
 
@@ -152,7 +162,7 @@ class _Completer(Completer):
                 yield Completion(f"@{path}", start_position=-len(partial) - 1, display=shown)
 
 
-def make_reader(project_dir: Path, commands: CommandRegistry, *, plain: bool) -> LineReader:
+def make_reader(project_dir: Path, commands: Iterable[Completable], *, plain: bool) -> LineReader:
     """The line editor when `use_line_editor`, else `input()`."""
     if use_line_editor(plain=plain):
         return EditorReader(project_dir, commands)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -29,11 +28,19 @@ from typing import Any
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_APPROVAL = 3
-EXIT_INTERRUPTED = 130
+from fathom.cli.startup import (
+    EXIT_APPROVAL,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    SetupError,
+    auto_approved,
+    build_session,
+    fail,
+    option,
+    project_dir,
+    thread_for,
+)
 
 SANDBOXES = ("none", "local", "bubblewrap")
 
@@ -173,107 +180,20 @@ def _acp_parser(commands: Any) -> None:
 def _acp_command(args: argparse.Namespace) -> int:
     import asyncio
 
-    from fathom.acp import AcpOptions, serve_stdio
+    from fathom.protocols.acp import AcpOptions, serve_stdio
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(levelname)s: %(name)s: %(message)s")  # fmt: skip
     options = AcpOptions(
-        model=_option(args, "model"), sandbox=_option(args, "sandbox"),
+        model=option(args, "model"), sandbox=option(args, "sandbox"),
         models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
-        auto_approve=tuple(_auto_approved(args)),
+        auto_approve=tuple(auto_approved(args)),
     )  # fmt: skip
     try:
         asyncio.run(serve_stdio(options))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return EXIT_OK
-
-
-def _option(args: argparse.Namespace, name: str, default: Any = None) -> Any:
-    return getattr(args, name, default)
-
-
-def _auto_approved(args: argparse.Namespace) -> list[str]:
-    names: list[str] = []
-    for value in _option(args, "auto_approve", []) or []:
-        names.extend(part.strip() for part in value.split(",") if part.strip())
-    return names
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(message, file=sys.stderr)
-    return code
-
-
-def _project(args: argparse.Namespace) -> Path:
-    return Path(_option(args, "project") or os.getcwd()).resolve()
-
-
-def _session(args: argparse.Namespace, *, json_output: bool = False) -> Any:
-    """Build the session, or raise `SetupError` with a message for the person."""
-    from fathom.cli.build import (
-        AgentSetup,
-        ModelSetupError,
-        build_model,
-        choose_model,
-        subagent_specs,
-    )
-    from fathom.cli.display import PlainDisplay, make_display
-    from fathom.cli.project import ConfigError, load_config, project_sources
-    from fathom.cli.session import Session
-    from fathom.cli.threads import threads_db_path
-
-    project = _project(args)
-    home = Path.home()
-    try:
-        config = load_config(project, home)
-        sources = project_sources(project, home)
-        model_name = choose_model(_option(args, "model"), config)
-        from fathom.cli.mcp import connect_servers
-
-        mcp = connect_servers(project, config)  # a server that fails is a warning, not a stop
-        setup = AgentSetup(
-            project_dir=project,
-            home=home,
-            config=config,
-            sources=sources,
-            model_name=model_name,
-            model=build_model(model_name, config),
-            sandbox=_option(args, "sandbox") or config.sandbox,
-            auto_approve=_auto_approved(args),
-            tools=list(mcp.tools) if mcp else [],
-            mcp=mcp,
-        )
-        if json_output:  # the JSON goes to stdout; progress goes to stderr
-            display: Any = PlainDisplay(sys.stderr)
-        else:
-            display = make_display(bool(_option(args, "plain")))
-        setup.approvals()  # a misspelled tool name in the approvals fails now, too
-        subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
-        # The command states the confinement itself (`confinement`), once, before the first
-        # turn; the backend's construction warning would repeat it on every turn.
-        logging.getLogger("fathom.backends.shell.local").setLevel(logging.ERROR)
-        session = Session(setup, threads_db_path(project, home), display)
-    except (ConfigError, ModelSetupError, RuntimeError) as error:
-        raise SetupError(str(error)) from error
-    return session
-
-
-class SetupError(Exception):
-    """The command cannot start; the message says why and what to do."""
-
-
-def _thread_for(args: argparse.Namespace, session: Any) -> tuple[str, bool]:
-    """The thread to use and whether it already existed."""
-    thread = _option(args, "thread")
-    if thread:
-        return thread, session.threads.get(thread) is not None
-    if _option(args, "resume"):
-        latest = session.threads.latest()
-        if latest is None:
-            raise SetupError("there is no thread to resume yet; start one with `fathom`")
-        return latest.thread_id, True
-    return session.threads.new_thread_id(), False
 
 
 def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
@@ -317,24 +237,24 @@ def _state_json(thread_id: str, result: Any) -> dict[str, Any]:
 def _run_command(args: argparse.Namespace) -> int:
     json_output = bool(args.json)
     try:
-        session = _session(args, json_output=json_output)
-        thread_id, _ = _thread_for(args, session)
+        session = build_session(args, json_output=json_output)
+        thread_id, _ = thread_for(args, session)
     except SetupError as error:
-        return _fail(str(error))
-    from fathom.cli.build import confinement
+        return fail(str(error))
     from fathom.cli.scripting import STDIN_TASK, ScriptingError, read_stdin_task
+    from fathom.project.build import confinement
 
     if args.task == STDIN_TASK:
         try:
             args.task = read_stdin_task()
         except ScriptingError as error:
-            return _fail(str(error))
+            return fail(str(error))
     # First line of the output, where progress goes: stderr when stdout holds the JSON.
     print(confinement(session.setup), file=sys.stderr if json_output else sys.stdout)
     pending = session.pending(thread_id)
     if pending:
         names = ", ".join(r.get("name", "?") for a in pending for r in a.action_requests)
-        return _fail(
+        return fail(
             f"thread {thread_id} is waiting for approval of {names}; answer it with "
             f"`fathom --thread {thread_id}` (or `fathom approve {thread_id}`) before sending "
             "it more work",
@@ -358,9 +278,9 @@ def _run_command(args: argparse.Namespace) -> int:
 
 
 def _threads_command(args: argparse.Namespace) -> int:
-    from fathom.cli.threads import ThreadIndex, threads_db_path
+    from fathom.project.threads import ThreadIndex, threads_db_path
 
-    project = _project(args)
+    project = project_dir(args)
     index = ThreadIndex(threads_db_path(project, Path.home()))
     threads = index.list()
     if not threads:
@@ -394,11 +314,11 @@ def _tasks_command(args: argparse.Namespace) -> int:
     try:
         text = asyncio.run(report())
     except TaskLookupError as error:
-        return _fail(str(error))
+        return fail(str(error))
     except Exception as error:  # the SDK raises untyped errors: say what failed, plainly
         if getattr(getattr(error, "response", None), "status_code", None) == 404:
-            return _fail(f"thread {args.thread} was not found on {where}", EXIT_FAILED)
-        return _fail(f"cannot read thread {args.thread} from {where}: {error}", EXIT_FAILED)
+            return fail(f"thread {args.thread} was not found on {where}", EXIT_FAILED)
+        return fail(f"cannot read thread {args.thread} from {where}: {error}", EXIT_FAILED)
     print(text)
     return EXIT_OK
 
@@ -410,10 +330,11 @@ def _demo_command(args: argparse.Namespace) -> int:
         return run_server_demo()
     from fathom.cli.demo import run_demo
 
-    return run_demo(plain=bool(_option(args, "plain")))
+    return run_demo(plain=bool(option(args, "plain")))
 
 
 def _serve_command(args: argparse.Namespace) -> int:
+    from fathom.protocols import server_routes
     from fathom.server.serve import options_from_env, run_serve
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
@@ -423,6 +344,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         jobs=args.jobs, database=args.database, api_key=args.api_key,
         cors_origins=tuple(args.cors_origin), max_body_bytes=args.max_body_bytes,
         log_level=args.log_level, access_log=args.access_log, open_browser=args.open_browser,
+        routes=tuple(server_routes()),
     ))  # fmt: skip
 
 
@@ -456,17 +378,17 @@ def _dispatch(argv: list[str] | None) -> int:
     from fathom.cli.scripting import ScriptingError, check_project
 
     args = _parser().parse_args(argv)
-    problem = check_project(_option(args, "project"))
+    problem = check_project(option(args, "project"))
     if problem:
-        return _fail(problem)
-    if args.command is None and _option(args, "server"):
+        return fail(problem)
+    if args.command is None and option(args, "server"):
         from fathom.cli.remote import attach
 
         return attach(args)
     try:
         _task_from_stdin(args)
     except ScriptingError as error:
-        return _fail(str(error))
+        return fail(str(error))
     if args.command == "run":
         return _run_command(args)
     if args.command == "threads":

@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fathom.cli.project import FathomConfig
+    from fathom.project.config import FathomConfig
 
 __all__ = ["add_mcp_parser", "connect_servers", "mcp_command", "mcp_report", "server_configs"]
 
 
 def server_configs(project_dir: Path, config: FathomConfig) -> list[Any]:
     """The MCP servers of fathom.toml's `[mcp_servers]`, then of the project's JSON files."""
-    from fathom.cli.project import ConfigError
-    from fathom.mcp.config import McpConfigError, parse_servers, project_servers
+    from fathom.project.config import ConfigError
+    from fathom.tools.mcp_config import McpConfigError, parse_servers, project_servers
 
     try:
         found = {s.name: s for s in parse_servers(config.mcp_servers, source="fathom.toml")}
@@ -43,9 +43,10 @@ def connect_servers(project_dir: Path, config: FathomConfig) -> Any:
     servers = server_configs(project_dir, config)
     if not servers:
         return None
-    from fathom.mcp import McpServers
+    from fathom.protocols.mcp import McpServers
 
-    logging.getLogger("fathom.mcp.client").setLevel(logging.ERROR)  # printed below instead
+    # printed below instead
+    logging.getLogger("fathom.tools.mcp").setLevel(logging.ERROR)
     connected = McpServers.open(servers)
     atexit.register(connected.close)  # stop the stdio servers when the command ends
     for line in connected.failures():
@@ -93,7 +94,7 @@ def add_mcp_parser(commands: Any) -> None:
 
 
 def _deployment_graph(path: Path, name: str | None) -> Any:
-    from fathom.cli.project import ConfigError
+    from fathom.project.config import ConfigError
     from fathom.server.deployment import DeploymentError, load_deployment
 
     try:
@@ -111,8 +112,8 @@ def _deployment_graph(path: Path, name: str | None) -> Any:
 
 
 def _project_graph(args: argparse.Namespace, project: Path) -> Any:
-    from fathom.cli.build import AgentSetup, build_agent, build_model, choose_model
-    from fathom.cli.project import load_config, project_sources
+    from fathom.project.build import AgentSetup, build_agent, build_model, choose_model
+    from fathom.project.config import load_config, project_sources
 
     home = Path.home()
     config = load_config(project, home)
@@ -131,9 +132,9 @@ def _project_graph(args: argparse.Namespace, project: Path) -> Any:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """`fathom mcp serve`: returns the exit code."""
-    from fathom.cli.build import ModelSetupError
-    from fathom.cli.project import ConfigError
-    from fathom.mcp.server import serve_mcp
+    from fathom.project.build import ModelSetupError
+    from fathom.project.config import ConfigError
+    from fathom.protocols.mcp.server import serve_mcp
 
     # stdout is the protocol's channel over stdio: everything else goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

@@ -34,9 +34,9 @@ from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from fathom.cli.display import Display, RunStatus
-from fathom.cli.events import EventTranslator
 from fathom.cli.session import PendingApproval, TurnResult, final_answer
-from fathom.cli.threads import ThreadInfo
+from fathom.project.events import EventTranslator
+from fathom.project.threads import ThreadInfo
 from fathom.usage import UNNAMED_AGENT, AgentTotals, AgentUsage
 
 __all__ = ["RemoteSession", "RemoteSetup", "RemoteThreads", "ServerUnavailable", "attach"]

@@ -10,7 +10,7 @@ mid-step (the process was killed) is finished first, so the writes of its comple
 are kept. A turn holds the thread's lock file in `.fathom/locks/`: a second `fathom` on the
 same thread is refused with "thread ... is busy" instead of overwriting the first's turn.
 
-Each turn is recorded for `/undo` (`fathom.cli.undo`): the checkpoint it started from and
+Each turn is recorded for `/undo` (`fathom.project.undo`): the checkpoint it started from and
 the pre-images of the files it changed. The calls and tokens of the session's turns add up
 per thread for `/cost`. The operations behind `/undo`, `/compact`, `/model` and `/cost` are
 in `fathom.cli.session_ops`.
@@ -30,11 +30,11 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage
 
 from fathom.cache_metrics import PrefixRecorder
-from fathom.cli.build import AgentSetup, build_agent
 from fathom.cli.display import Display, RunStatus
-from fathom.cli.events import EventTranslator
-from fathom.cli.threads import ThreadIndex
-from fathom.cli.undo import FileJournal
+from fathom.project.build import AgentSetup, build_agent
+from fathom.project.events import EventTranslator
+from fathom.project.threads import ThreadIndex
+from fathom.project.undo import FileJournal
 from fathom.usage import AgentTotals, AgentUsage
 
 __all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]

@@ -6,7 +6,7 @@ holding the thread) comes back as that text too, never as an exception.
 
 - `undo_last_turn` puts the thread back on the checkpoint it was at before its last
   recorded turn (a fork: the next turn continues from there, and the model no longer sees
-  the undone turn) and puts back the files that turn changed (`fathom.cli.undo`).
+  the undone turn) and puts back the files that turn changed (`fathom.project.undo`).
 - `compact_thread` summarizes the conversation now, with fathom's own
   `SummarizationMiddleware` (the one every agent runs), and stores the result in the
   thread, so the next request carries the summary instead of the old messages.
@@ -20,9 +20,9 @@ import logging
 import os
 from typing import Any, cast
 
-from fathom.cli.build import DEFAULT_MODELS, KEY_VARIABLES, ModelSetupError, build_backend
 from fathom.cli.pricing import PRICES_AS_OF, find_price, price_help
-from fathom.cli.undo import RestoreReport, TurnRecord, restore_files
+from fathom.project.build import DEFAULT_MODELS, KEY_VARIABLES, ModelSetupError, build_backend
+from fathom.project.undo import RestoreReport, TurnRecord, restore_files
 
 __all__ = ["COMPACT_KEEP_MESSAGES", "compact_thread", "cost_report", "switch_model",
            "undo_last_turn"]
@@ -243,7 +243,7 @@ def switch_model(session: Any, name: str | None) -> str:
                 f"still using {current}")
     if name == current:
         return f"already using {current}"
-    from fathom.cli.build import build_model
+    from fathom.project.build import build_model
 
     try:
         model = build_model(name, session.setup.config)

@@ -1,7 +1,7 @@
 """How the async subagent tools reach a spec's server, all through `langgraph-sdk`.
 
 - No `url`: in process (ASGI) to the fathom app that hosts the running parent
-  (`fathom.server.loopback`); when no fathom app exists, `langgraph_sdk.get_client(url=None)`,
+  (`fathom.hosting.loopback`); when no fathom app exists, `langgraph_sdk.get_client(url=None)`,
   which targets `langgraph-api` in process.
 - `url`: HTTP with the spec's `headers` and an API key from the environment
   (`LANGGRAPH_API_KEY`, `LANGSMITH_API_KEY`, `LANGCHAIN_API_KEY`, then `FATHOM_API_KEY`).
@@ -69,7 +69,7 @@ class ClientPool:
         url = spec.get("url")
         headers = _headers(spec)
         if url is None:
-            from fathom.server.loopback import hosting_app
+            from fathom.hosting.loopback import hosting_app
 
             app = hosting_app()
             key: tuple[Any, ...] = ("app", id(app))
@@ -92,7 +92,7 @@ class ClientPool:
                     "fathom.server.create_app), or give the spec a url"
                 )
             return get_client(url=None, headers=headers)
-        from fathom.server.client import in_process_client
+        from fathom.hosting.client import in_process_client
 
         client = in_process_client(app)
         client.http.client.headers.update(headers)

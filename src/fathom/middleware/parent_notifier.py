@@ -163,8 +163,8 @@ def _cached(
 def _hosting_client() -> LangGraphClient | None:
     """A client for the server that runs this code: the fathom app in process, else the
     SDK's own in-process transport (as on `langgraph dev`), else `None`."""
-    from fathom.server.client import in_process_client
-    from fathom.server.loopback import hosting_app
+    from fathom.hosting.client import in_process_client
+    from fathom.hosting.loopback import hosting_app
 
     app = hosting_app()
     if app is not None:

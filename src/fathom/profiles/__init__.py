@@ -3,7 +3,7 @@
 A `HarnessProfile` registered under `"provider"` or `"provider:model"` changes the prompt,
 the tools and the middleware of every agent (main agent or subagent) whose model matches;
 a `ProviderProfile` changes how a model is built from its spec string. Installed packages
-can register both through entry points (see `fathom.profiles.loading`).
+can register both through entry points (see `fathom.profiles.registry`).
 """
 
 from fathom.profiles.harness import (

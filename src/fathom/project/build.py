@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from fathom.cli.project import ConfigError, FathomConfig, ProjectSources, SandboxKind
+from fathom.project.config import ConfigError, FathomConfig, ProjectSources, SandboxKind
 
 __all__ = [
     "DEFAULT_APPROVALS",
@@ -110,7 +110,7 @@ def build_backend(project_dir: Path, home: Path, sandbox: SandboxKind, *,
                   journal: Any = None) -> Any:
     """The agent's filesystem: the project on disk, the user's `~/.fathom/`, harness files
     in state; with a sandbox, shell commands run in the project directory. With a
-    `journal` (`fathom.cli.undo.FileJournal`), files keep their pre-images for `/undo`."""
+    `journal` (`fathom.project.undo.FileJournal`), files keep their pre-images for `/undo`."""
     from fathom.backends import (
         BubblewrapSandbox,
         CompositeBackend,
@@ -131,7 +131,7 @@ def build_backend(project_dir: Path, home: Path, sandbox: SandboxKind, *,
     if user_folder.is_dir() and user_folder.resolve() != (project_dir / ".fathom").resolve():
         routes[USER_ROUTE] = FilesystemBackend(root_dir=user_folder, virtual_mode=True)
     if journal is not None:
-        from fathom.cli.undo import JournaledBackend
+        from fathom.project.undo import JournaledBackend
 
         return JournaledBackend(journal, default, routes)
     return CompositeBackend(default=default, routes=routes)
@@ -177,9 +177,9 @@ class AgentSetup:
     tools: Sequence[Any] = field(default_factory=list)
     system_prompt: str | None = None
     mcp: Any = None
-    """The connected MCP servers (`fathom.mcp.McpServers`) whose tools are in `tools`."""
+    """The connected MCP servers (`fathom.protocols.mcp.McpServers`) whose tools are in `tools`."""
     file_journal: Any = None
-    """Where the backend keeps files' pre-images for `/undo` (`fathom.cli.undo.FileJournal`;
+    """Where the backend keeps files' pre-images for `/undo` (`fathom.project.undo.FileJournal`;
     a `Session` sets it)."""
 
     def tool_names(self) -> set[str]:

@@ -156,7 +156,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _check_mcp_servers(path: Path, text: str, value: Any) -> None:
-    from fathom.mcp.config import McpConfigError, parse_servers
+    from fathom.tools.mcp_config import McpConfigError, parse_servers
 
     if not isinstance(value, dict):
         raise ConfigError(f"{_where(path, text, 'mcp_servers')}: 'mcp_servers' must be a table "

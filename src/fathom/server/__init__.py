@@ -1,7 +1,7 @@
 """fathom's self-hostable Agent Protocol server (the LangGraph Platform API superset)."""
 
+from fathom.hosting.client import in_process_client
 from fathom.server.app import create_app
-from fathom.server.client import in_process_client
 from fathom.server.deployment import Deployment, DeploymentError, load_deployment
 from fathom.server.graphs import GraphSource
 from fathom.server.security import security_middleware

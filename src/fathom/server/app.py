@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from fathom.hosting.loopback import register_app
 from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads, web
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
@@ -26,19 +26,9 @@ from fathom.server.errors import (
 )
 from fathom.server.execution.manager import RunManager
 from fathom.server.graphs import GraphRegistry, GraphSource
-from fathom.server.loopback import register_app
 from fathom.server.records import RecordStore
 
 __all__ = ["create_app"]
-
-
-def _a2a_routes() -> list[BaseRoute]:
-    """``/a2a/{assistant_id}`` (see ``fathom.a2a.routes``) when a2a-sdk is installed."""
-    if importlib.util.find_spec("a2a") is None:
-        return []
-    from fathom.a2a.routes import a2a_routes
-
-    return a2a_routes()
 
 
 def _security(
@@ -60,12 +50,16 @@ def create_app(
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
     max_body_bytes: int = 10 * 1024 * 1024,
+    routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """An ASGI app serving ``graphs`` over the LangGraph Platform / Agent Protocol API.
 
     ``checkpointer`` and ``store`` default to in-memory ones; they are injected into every
     graph, and the store also keeps the server's thread and run records. ``jobs`` bounds how
-    many runs execute at once. The server object is ``app.state.fathom``.
+    many runs execute at once. ``routes`` are more endpoints served beside the API, such as
+    the other protocols' (``fathom.protocols.server_routes()``: A2A at
+    ``/a2a/{assistant_id}``, which ``fathom serve`` always adds). The server object is
+    ``app.state.fathom``.
     """
     checkpointer = checkpointer if checkpointer is not None else InMemorySaver()
     store = store if store is not None else InMemoryStore()
@@ -91,7 +85,7 @@ def create_app(
             *runs.routes,
             *protocol_aliases.routes,
             *store_routes.routes,
-            *_a2a_routes(),
+            *routes,
             *web.routes,  # the page at / and its files under /ui/
         ],
         middleware=_security(api_key, cors_origins, max_body_bytes),

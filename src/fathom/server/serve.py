@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from starlette.routing import BaseRoute
+
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_MAX_BODY_BYTES",
@@ -66,6 +68,8 @@ class ServeOptions:
     """Open the web page (`/`) in the default browser once the server listens."""
     out: TextIO | None = field(default=None, repr=False)
     """Where the start-up line goes; None: standard output."""
+    routes: tuple[BaseRoute, ...] = field(default=(), repr=False)
+    """More endpoints beside the API (the `fathom` command adds the other protocols')."""
 
 
 def is_loopback(host: str) -> bool:
@@ -143,6 +147,7 @@ async def serve(options: ServeOptions) -> None:
             api_key=options.api_key or None,
             cors_origins=origins,
             max_body_bytes=options.max_body_bytes,
+            routes=options.routes,
         )
         server = uvicorn.Server(uvicorn.Config(
             app, host=options.host, port=options.port, log_level=options.log_level,

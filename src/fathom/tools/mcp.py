@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from fathom.mcp.config import McpServerConfig, parse_servers, read_mcp_json
+from fathom.tools.mcp_config import McpServerConfig, parse_servers, read_mcp_json
 
 __all__ = ["McpServers", "ServerState", "ServerStatus", "load_tools", "load_tools_sync"]
 

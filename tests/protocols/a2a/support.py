@@ -21,6 +21,7 @@ from langgraph.graph.message import add_messages
 from starlette.applications import Starlette
 
 from fathom import create_deep_agent
+from fathom.protocols import server_routes
 from fathom.server import create_app
 from fathom.testing import ScriptedModel, ScriptRequest, tool_call
 
@@ -121,8 +122,9 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serve(graphs: dict[str, Any], **kwargs: Any) -> AsyncIterator[tuple[str, Starlette]]:
-    """Run ``create_app(graphs)`` under uvicorn in this event loop; yield its base URL."""
-    app = create_app(graphs, **kwargs)
+    """Run ``create_app(graphs)`` with the protocol routes (as ``fathom serve`` does) under
+    uvicorn in this event loop; yield its base URL."""
+    app = create_app(graphs, routes=server_routes(), **kwargs)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
     await eventually(lambda: server.started, "uvicorn to start")

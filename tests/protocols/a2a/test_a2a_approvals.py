@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fathom.a2a.approvals import PendingInterrupt, ReplyError, describe, resume_value
+from fathom.protocols.a2a.approvals import PendingInterrupt, ReplyError, describe, resume_value
 
 HITL = PendingInterrupt(
     "i1",

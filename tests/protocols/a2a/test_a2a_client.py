@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from tests.a2a.support import approval_agent, echo_agent, serve
+from tests.protocols.a2a.support import approval_agent, echo_agent, serve
 
 from fathom import create_deep_agent
-from fathom.a2a import A2AAgent, a2a_subagent, a2a_tool
+from fathom.protocols.a2a import A2AAgent, a2a_subagent, a2a_tool
 from fathom.testing import ScriptedModel, ScriptRequest, tool_call
 
 

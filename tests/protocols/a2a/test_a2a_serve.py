@@ -12,7 +12,7 @@ import httpx
 import pytest
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text
 from a2a.types import TaskState
-from tests.a2a.support import a2a_client, user_message
+from tests.protocols.a2a.support import a2a_client, user_message
 from tests.server.servers import (
     ServerProcess,
     copy_deployment,

@@ -23,7 +23,7 @@ from a2a.types import (
     TaskState,
 )
 from langgraph_sdk import get_client
-from tests.a2a.support import (
+from tests.protocols.a2a.support import (
     Gated,
     a2a_client,
     approval_agent,

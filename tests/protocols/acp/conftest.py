@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.acp_agent.support import AcpProject
+from tests.protocols.acp.support import AcpProject
 
 from fathom.testing import ScriptedModel, ScriptedOpenAIServer
 from fathom.testing.scripted import Script

@@ -15,7 +15,7 @@ from acp import (
     text_block,
 )
 
-from fathom.acp import UnsupportedContentError, from_acp, to_acp
+from fathom.protocols.acp import UnsupportedContentError, from_acp, to_acp
 
 
 def test_links_and_embedded_files_under_the_project_use_the_agents_paths(tmp_path: Path) -> None:

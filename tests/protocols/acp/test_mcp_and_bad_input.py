@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from acp import RequestError, audio_block, text_block
 from acp.schema import EnvVariable, McpServerStdio
-from tests.acp_agent.support import AcpProject, EditorClient
+from tests.protocols.acp.support import AcpProject, EditorClient
 
 from fathom.testing.scripted import ScriptRequest, ai, tool_call
 

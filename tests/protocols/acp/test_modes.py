@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from tests.acp_agent.support import AcpProject, EditorClient, RecordingProxy
+from tests.protocols.acp.support import AcpProject, EditorClient, RecordingProxy
 
 from fathom.testing.scripted import ScriptRequest, ai, tool_call
 

@@ -16,8 +16,8 @@ import aiosqlite
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from fathom.acp.checkpoints import CancelSafeSqliteSaver
-from fathom.acp.sessions import SessionRecord, SessionStore
+from fathom.project.checkpoints import CancelSafeSqliteSaver
+from fathom.protocols.acp.sessions import SessionRecord, SessionStore
 
 DEADLINE = 60.0
 """Bounds a hang only."""

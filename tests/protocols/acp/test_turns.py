@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from acp import text_block
-from tests.acp_agent.support import DEADLINE, AcpProject, EditorClient
+from tests.protocols.acp.support import DEADLINE, AcpProject, EditorClient
 
-from fathom.acp.sessions import SessionStore
+from fathom.protocols.acp.sessions import SessionStore
 from fathom.testing.scripted import ScriptRequest, ai, tool_call
 
 GATE = threading.Event()

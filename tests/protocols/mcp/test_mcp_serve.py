@@ -22,7 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from tests.mcp_protocol.support import DEADLINE_S, free_port, wait_for_port
+from tests.protocols.mcp.support import DEADLINE_S, free_port, wait_for_port
 
 GRAPH = '''
 from langchain_core.messages import HumanMessage

@@ -9,7 +9,7 @@
   multitask rules (a second task in a busy context is queued behind the first).
 * **Approvals are ``input-required``.** A run that pauses on an interrupt (``interrupt_on``)
   leaves the task ``input-required`` with the pending actions described; the next message on
-  that task resumes the run (the reply grammar is in :mod:`fathom.a2a.approvals`). While a
+  that task resumes the run (the reply grammar is in :mod:`fathom.protocols.a2a.approvals`). While a
   context waits on an approval, a new task in it fails with a message naming the waiting
   task; once that task is cancelled (or the server restarted), a new task supersedes the
   pending approval.
@@ -36,7 +36,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 from langchain_core.runnables import RunnableConfig
 
-from fathom.a2a.approvals import PendingInterrupt, ReplyError, describe, resume_value
+from fathom.protocols.a2a.approvals import PendingInterrupt, ReplyError, describe, resume_value
 from fathom.server.context import FathomServer
 from fathom.server.errors import ApiError
 from fathom.server.runs import start_run

@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from fathom.a2a.card import build_agent_card
-from fathom.a2a.executor import FathomAgentExecutor
+from fathom.protocols.a2a.card import build_agent_card
+from fathom.protocols.a2a.executor import FathomAgentExecutor
 from fathom.server.context import FathomServer, server_of
 
 __all__ = ["A2AEndpoints", "a2a_routes"]
@@ -80,7 +80,8 @@ class A2AEndpoints:
 
 
 def a2a_routes(endpoints: A2AEndpoints | None = None) -> list[BaseRoute]:
-    """The A2A routes for a fathom app (mounted by ``create_app`` when a2a-sdk is installed)."""
+    """The A2A routes for a fathom app (``create_app(routes=...)``; ``fathom serve`` adds them
+    when a2a-sdk is installed, through ``fathom.protocols.server_routes``)."""
     endpoints = endpoints or A2AEndpoints()
     return [
         Route("/a2a/{assistant_id}", endpoints.rpc, methods=["POST"]),

@@ -4,9 +4,9 @@
 editor thread, over JSON-RPC on stdin/stdout (https://agentclientprotocol.com).
 """
 
-from fathom.acp.content import UnsupportedContentError, from_acp, to_acp
-from fathom.acp.server import MODES, AcpOptions, FathomACPAgent
-from fathom.acp.stdio import serve_stdio
+from fathom.protocols.acp.content import UnsupportedContentError, from_acp, to_acp
+from fathom.protocols.acp.server import MODES, AcpOptions, FathomACPAgent
+from fathom.protocols.acp.stdio import serve_stdio
 
 __all__ = [
     "MODES",

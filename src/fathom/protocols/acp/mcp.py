@@ -1,7 +1,7 @@
 """Connecting the MCP servers an editor hands over in `session/new` and `session/load`.
 
 ACP describes stdio servers (command, args, env) and HTTP or SSE servers (url, headers).
-Each becomes a `langchain-mcp-adapters` connection, held open by `fathom.mcp.McpServers`
+Each becomes a `langchain-mcp-adapters` connection, held open by `fathom.protocols.mcp.McpServers`
 (a stdio server is started once per session, not per call); its tools join the session's
 agent, named `<server>_<tool>` so two servers cannot clash, and pass through the same
 approvals as any tool. A server that cannot be reached is left out with a message for the
@@ -63,14 +63,14 @@ def connection_for(server: Any) -> dict[str, Any]:
 
 
 async def load_mcp_tools(servers: Sequence[Any]) -> McpTools:
-    """Connect the servers (`fathom.mcp.McpServers`, sessions held open); a server that
+    """Connect the servers (`fathom.protocols.mcp.McpServers`, sessions held open); a server that
     cannot be used becomes one of `problems`, never an error."""
     loaded = McpTools()
     if not servers:
         return loaded
     try:
-        from fathom.mcp.client import McpServers
-        from fathom.mcp.config import McpServerConfig
+        from fathom.tools.mcp import McpServers
+        from fathom.tools.mcp_config import McpServerConfig
     except ImportError as error:  # the `mcp` extra is not installed
         names = ", ".join(repr(getattr(s, "name", "?")) for s in servers)
         loaded.problems.append(f"MCP servers {names} are not connected: install fathom[mcp] "

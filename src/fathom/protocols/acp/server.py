@@ -54,10 +54,15 @@ from acp.schema import (
 )
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from fathom.acp.content import UnsupportedContentError, from_acp, to_acp
-from fathom.acp.mcp import load_mcp_tools
-from fathom.acp.sessions import SessionRecord, SessionStore
-from fathom.acp.updates import plan_update, tool_call_start, tool_call_title, tool_result_update
+from fathom.protocols.acp.content import UnsupportedContentError, from_acp, to_acp
+from fathom.protocols.acp.mcp import load_mcp_tools
+from fathom.protocols.acp.sessions import SessionRecord, SessionStore
+from fathom.protocols.acp.updates import (
+    plan_update,
+    tool_call_start,
+    tool_call_title,
+    tool_result_update,
+)
 
 __all__ = ["MODES", "AcpOptions", "FathomACPAgent"]
 
@@ -166,7 +171,7 @@ class FathomACPAgent:
                           mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new session (a new thread) working on the project in `cwd`."""
         project_dir, db_path = self._project(cwd)
-        from fathom.cli.threads import ThreadIndex
+        from fathom.project.threads import ThreadIndex
 
         fresh = await asyncio.to_thread(lambda: ThreadIndex(db_path).new_thread_id())
         session_id = fresh + uuid.uuid4().hex[:8]
@@ -273,7 +278,7 @@ class FathomACPAgent:
     # --------------------------------------------------------------------- sessions
 
     def _project(self, cwd: str) -> tuple[Path, Path]:
-        from fathom.cli.threads import threads_db_path
+        from fathom.project.threads import threads_db_path
 
         project_dir = Path(cwd).expanduser()
         if not project_dir.is_absolute() or not project_dir.is_dir():
@@ -292,7 +297,7 @@ class FathomACPAgent:
 
     async def _saver(self, db_path: Path) -> Any:
         if db_path not in self._savers:
-            from fathom.acp.checkpoints import CancelSafeSqliteSaver
+            from fathom.project.checkpoints import CancelSafeSqliteSaver
 
             saver = CancelSafeSqliteSaver.from_conn_string(str(db_path))
             self._savers[db_path] = await self._exits.enter_async_context(saver)
@@ -323,14 +328,14 @@ class FathomACPAgent:
 
         Raises a JSON-RPC error with the configuration problem (and keeps the old agent).
         """
-        from fathom.cli.build import (
+        from fathom.project.build import (
             AgentSetup,
             ModelSetupError,
             build_agent,
             build_model,
             choose_model,
         )
-        from fathom.cli.project import ConfigError, load_config, project_sources
+        from fathom.project.config import ConfigError, load_config, project_sources
 
         mode = mode or session.record.mode
         home = self._home()
@@ -371,7 +376,7 @@ class FathomACPAgent:
     def _model_choices(self, session: _Session) -> list[str]:
         import os
 
-        from fathom.cli.build import DEFAULT_MODELS, KEY_VARIABLES
+        from fathom.project.build import DEFAULT_MODELS, KEY_VARIABLES
 
         choices = [session.record.model, *(self.options.models)]
         if self.options.model:
@@ -403,7 +408,7 @@ class FathomACPAgent:
         await self._conn.session_update(session_id=session.record.session_id, update=update)
 
     async def _guarded_turn(self, session: _Session, content: list[dict[str, Any]]) -> None:
-        from fathom.cli.threads import ThreadIndex
+        from fathom.project.threads import ThreadIndex
         from fathom.runs import ThreadBusyError, thread_file_lock
 
         text = " ".join(b["text"] for b in content if b.get("type") == "text")
@@ -420,7 +425,7 @@ class FathomACPAgent:
     async def _turn(self, session: _Session, content: list[dict[str, Any]]) -> None:
         from langgraph.types import Command
 
-        from fathom.cli.events import EventTranslator
+        from fathom.project.events import EventTranslator
         from fathom.runs import has_unfinished_step
 
         for notice in session.notices:
@@ -447,7 +452,7 @@ class FathomACPAgent:
                 return
 
     async def _stream(self, session: _Session, translator: Any, payload: Any) -> None:
-        from fathom.cli.events import TextDelta, TodosChanged, ToolFinished, ToolStarted
+        from fathom.project.events import TextDelta, TodosChanged, ToolFinished, ToolStarted
 
         async for namespace, mode, data in session.agent.astream(
             payload, session.config, stream_mode=["updates", "messages"], subgraphs=True,

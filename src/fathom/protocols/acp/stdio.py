@@ -13,7 +13,7 @@ import sys
 
 from acp import run_agent
 
-from fathom.acp.server import AcpOptions, FathomACPAgent
+from fathom.protocols.acp.server import AcpOptions, FathomACPAgent
 
 __all__ = ["serve_stdio"]
 

@@ -46,12 +46,12 @@ from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
 from fathom.cache_metrics import PREFIX_METADATA_KEY, PrefixRecorder, merge_metadata
+from fathom.hosting.loopback import run_context
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
 from fathom.server.execution.locks import KeyedLocks
 from fathom.server.execution.runner import RunEnd, build_config, stream_run
 from fathom.server.graphs import GraphRegistry
-from fathom.server.loopback import run_context
 from fathom.server.records import RecordStore, now_iso
 from fathom.server.serde import to_jsonable
 from fathom.server.snapshots import is_interrupted

@@ -1,0 +1,184 @@
+"""The layer contract of `ARCHITECTURE.md`, checked on the source.
+
+Every import in `src/fathom` counts, wherever it stands: at module level, inside a function,
+under `if TYPE_CHECKING:`. A module may import modules of its own layer and of the layers
+below it, never above; and no chain of imports may lead from a module back to itself.
+
+`from package import name` counts as an import of `package.name` when that is a module,
+else of `package` (its `__init__`). A package's `__init__` may re-export its own modules;
+its modules must not import names through it (that would be a cycle).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", (
+        "fathom.errors", "fathom.state", "fathom.prompt", "fathom.usage", "fathom.cache_metrics",
+        "fathom.tracing", "fathom.testing", "fathom._frontmatter", "fathom._deferred_httpx_cli",
+        "fathom._aliases",
+    )),
+    ("foundation", ("fathom.backends", "fathom.profiles", "fathom.models", "fathom.hosting")),
+    ("capabilities", ("fathom.middleware", "fathom.tools")),
+    ("agent", (
+        "fathom", "fathom.agent", "fathom.graph", "fathom.runs", "fathom.compact_dispatch",
+        "fathom.patterns",
+    )),
+    ("project", ("fathom.project",)),
+    ("server", ("fathom.server",)),
+    ("protocols", ("fathom.protocols", "fathom.a2a", "fathom.acp", "fathom.mcp")),
+    ("cli", ("fathom.cli",)),
+)  # fmt: skip
+"""The layers, lowest first, and the modules (by dotted prefix) each holds."""
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer holding `module` (the longest matching prefix wins)."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[0]
+            ):
+                best = (len(prefix), index)
+    if best is None:
+        raise AssertionError(f"{module} belongs to no layer: add it to LAYERS")
+    return best[1]
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+
+
+def _known(name: str) -> str | None:
+    """`name`, or the nearest enclosing module fathom has."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str) -> Iterator[Import]:
+    """Every fathom module `module` imports, with the line of the import."""
+    path = MODULES[module]
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, base] if base else package)
+            submodules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+            targets = submodules if len(submodules) == len(node.names) else [*submodules, base]
+        for target in targets:
+            known = _known(target) if target.startswith("fathom") else None
+            if known is not None and known != module:
+                yield Import(module, known, node.lineno)
+
+
+GRAPH: dict[str, list[Import]] = {module: list(imports_of(module)) for module in MODULES}
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = [
+        f"{MODULES[i.source].relative_to(SRC)}:{i.line}: {i.source} "
+        f"({LAYERS[layer_of(i.source)][0]}) imports {i.target} ({LAYERS[layer_of(i.target)][0]})"
+        for imports in GRAPH.values()
+        for i in imports
+        if layer_of(i.target) > layer_of(i.source)
+    ]
+    assert upward == []
+
+
+def _cycles() -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for edge in GRAPH[node]:
+            if edge.target not in index:
+                visit(edge.target)
+                low[node] = min(low[node], low[edge.target])
+            elif edge.target in on_stack:
+                low[node] = min(low[node], index[edge.target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in MODULES:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_cycle_between_modules() -> None:
+    assert _cycles() == []
+
+
+def test_every_module_opens_with_a_docstring() -> None:
+    missing = [
+        str(path.relative_to(SRC))
+        for path in MODULES.values()
+        if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "allowed"),
+    [
+        ("fathom.middleware.subagents", "fathom.backends.protocol", True),
+        ("fathom.backends.store", "fathom.middleware.subagents", False),
+        ("fathom.middleware.subagents", "fathom.server.app", False),
+        ("fathom.cli.main", "fathom.protocols.acp.server", True),
+        ("fathom.project.build", "fathom.cli.display", False),
+    ],
+)
+def test_the_rule_itself(source: str, target: str, allowed: bool) -> None:
+    assert (layer_of(target) <= layer_of(source)) is allowed
