@@ -17,7 +17,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph_sdk.client import LangGraphClient
 
 from fathom import create_deep_agent
-from fathom.middleware.async_tasks import NOTIFICATION_KEY
+from fathom.middleware.async_subagents.tasks import NOTIFICATION_KEY
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["Child", "supervisor", "supervisor_model", "tool_results", "turn"]

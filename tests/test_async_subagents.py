@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse
 from tests.async_subagents_support import Child, supervisor, tool_results, turn
 from tests.server.app_support import until
 
-from fathom.middleware.async_transport import create_run, read_thread
-from fathom.middleware.summarization import SummarizationMiddleware
+from fathom.middleware.async_subagents.transport import create_run, read_thread
+from fathom.middleware.context.summarization import SummarizationMiddleware
 from fathom.server import create_app, in_process_client
 
 

@@ -26,7 +26,7 @@ from langchain_core.tools import tool
 
 from fathom import create_deep_agent
 from fathom.backends.store import StoreBackend
-from fathom.middleware.summarization import ARCHIVE_DIR
+from fathom.middleware.context.summarization import ARCHIVE_DIR
 from fathom.testing import ScriptedModel, ai, tool_call
 from fathom.testing.async_only import AsyncOnlyBackend, SyncCallLog
 

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
         PatchToolCallsMiddleware,
         PlanningMiddleware,
     )
-    from fathom.middleware.async_subagents import AsyncSubAgent, AsyncSubAgentMiddleware
+    from fathom.middleware.async_subagents.middleware import AsyncSubAgent, AsyncSubAgentMiddleware
     from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
-    from fathom.middleware.filesystem import FsToolName
+    from fathom.middleware.filesystem.middleware import FsToolName
     from fathom.middleware.human_in_the_loop import InterruptOnConfig
     from fathom.middleware.permissions import FilesystemPermission
     from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
@@ -54,12 +54,12 @@ _WHERE = {
     "FilesystemMiddleware": "fathom.middleware",
     "HumanInTheLoopMiddleware": "fathom.middleware",
     "MemoryMiddleware": "fathom.middleware",
-    "FsToolName": "fathom.middleware.filesystem",
+    "FsToolName": "fathom.middleware.filesystem.middleware",
     "PatchToolCallsMiddleware": "fathom.middleware",
     "PlanningMiddleware": "fathom.middleware",
     "InterruptOnConfig": "fathom.middleware.human_in_the_loop",
-    "AsyncSubAgent": "fathom.middleware.async_subagents",
-    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents",
+    "AsyncSubAgent": "fathom.middleware.async_subagents.middleware",
+    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents.middleware",
     "CompiledSubAgent": "fathom.middleware.subagents",
     "SubAgent": "fathom.middleware.subagents",
     "SubAgentMiddleware": "fathom.middleware.subagents",

@@ -28,16 +28,17 @@ from langgraph.typing import ContextT
 
 from fathom.backends.protocol import BackendFactory, BackendProtocol, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
-from fathom.middleware.async_subagents import AsyncSubAgent, AsyncSubAgentMiddleware
+from fathom.middleware.async_subagents.middleware import AsyncSubAgent, AsyncSubAgentMiddleware
+from fathom.middleware.async_subagents.parent_notifier import ParentNotifierMiddleware
+from fathom.middleware.context.summarization import SummarizationMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
-from fathom.middleware.filesystem import FilesystemMiddleware
+from fathom.middleware.filesystem.middleware import FilesystemMiddleware
 from fathom.middleware.human_in_the_loop import (
     HumanInTheLoopMiddleware,
     check_tool_names,
     gated_tools,
 )
 from fathom.middleware.memory import MemoryMiddleware
-from fathom.middleware.parent_notifier import ParentNotifierMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.planning import PlanningMiddleware
@@ -55,7 +56,6 @@ from fathom.middleware.subagents import (
     task_tool_description,
     validate_subagent_spec,
 )
-from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.models import resolve_model
 from fathom.profiles.apply import apply_profile
 from fathom.profiles.harness import GeneralPurposeSubagentProfile

@@ -17,7 +17,7 @@ from fathom.backends.protocol import (
     ReadResult,
     supports_delete,
 )
-from fathom.middleware.fs_answers import describe_error
+from fathom.middleware.filesystem.answers import describe_error
 from fathom.state import merge_files
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 11))

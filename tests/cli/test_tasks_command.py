@@ -23,7 +23,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from fathom import create_deep_agent
-from fathom.middleware.async_tasks import AsyncSubAgentState, AsyncTask, now_iso
+from fathom.middleware.async_subagents.tasks import AsyncSubAgentState, AsyncTask, now_iso
 from fathom.server import create_app
 from fathom.testing import ScriptedModel, ai, tool_call
 

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from fathom import create_deep_agent, create_file_data
 from fathom.backends.utils import MAX_EDIT_BYTES
 from fathom.middleware.filesystem import FILESYSTEM_PROMPT
-from fathom.middleware.fs_answers import READ_OUTPUT_CHARS
+from fathom.middleware.filesystem.answers import READ_OUTPUT_CHARS
 from fathom.testing import ScriptedModel, ai, tool_call
 from fathom.testing.scripted import ScriptRequest
 

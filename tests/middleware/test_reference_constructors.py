@@ -22,14 +22,14 @@ from fathom.middleware import (
     SkillsMiddleware,
     SubAgentMiddleware,
 )
-from fathom.middleware.memory import MEMORY_GUIDANCE
-from fathom.middleware.permissions import FilesystemPermission
-from fathom.middleware.planning import PLANNING_PROMPT, PlanningMiddleware
-from fathom.middleware.summarization import (
+from fathom.middleware.context.summarization import (
     SummarizationMiddleware,
     create_summarization_middleware,
     create_summarization_tool_middleware,
 )
+from fathom.middleware.memory import MEMORY_GUIDANCE
+from fathom.middleware.permissions import FilesystemPermission
+from fathom.middleware.planning import PLANNING_PROMPT, PlanningMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
 
 

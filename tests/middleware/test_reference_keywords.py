@@ -18,9 +18,9 @@ from fathom.backends.composite import CompositeBackend
 from fathom.backends.shell.local import LocalShellBackend
 from fathom.backends.state import StateBackend
 from fathom.middleware import FilesystemMiddleware
+from fathom.middleware.context.eviction import EVICTED_TO
+from fathom.middleware.context.summarization import SummarizationMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
-from fathom.middleware.message_eviction import EVICTED_TO
-from fathom.middleware.summarization import SummarizationMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
 
 GO = {"messages": [{"role": "user", "content": "go"}]}
@@ -257,7 +257,7 @@ def test_binary_content_is_kept_out_of_the_history_and_read_back_for_the_model(
     import hashlib
 
     from fathom.backends.filesystem import FilesystemBackend
-    from fathom.middleware.blob_offload import BLOB_REF
+    from fathom.middleware.context.blob_offload import BLOB_REF
 
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "pic.png").write_bytes(PNG)
@@ -296,7 +296,7 @@ def test_a_blob_that_can_no_longer_be_read_becomes_a_notice(tmp_path: Path) -> N
     import hashlib
 
     from fathom.backends.filesystem import FilesystemBackend
-    from fathom.middleware.blob_offload import MISSING_BLOB_TEXT
+    from fathom.middleware.context.blob_offload import MISSING_BLOB_TEXT
 
     (tmp_path / "pic.png").write_bytes(PNG)
     backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)

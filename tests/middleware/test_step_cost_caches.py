@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from fathom import PromptSection, create_deep_agent
 from fathom.backends.state import StateBackend
 from fathom.middleware import FilesystemMiddleware
-from fathom.middleware.message_eviction import EVICTED_TO
+from fathom.middleware.context.eviction import EVICTED_TO
 from fathom.prompt import SectionPromptMixin
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 

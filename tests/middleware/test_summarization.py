@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 
 from fathom import create_deep_agent
 from fathom.backends.utils import create_file_data
-from fathom.middleware.summarization import (
+from fathom.middleware.context.summarization import (
     ARCHIVE_DIR,
     CHARS_PER_TOKEN,
     OFFLOAD_DIR,
@@ -285,7 +285,7 @@ def test_bad_settings_are_refused():
 
 
 def test_the_agent_can_compact_on_purpose_between_tasks():
-    from fathom.middleware.summarization import create_summarization_tool_middleware
+    from fathom.middleware.context.summarization import create_summarization_tool_middleware
 
     counters = {"summaries": 0}
 

@@ -12,7 +12,7 @@ from langchain.agents.middleware.types import AgentMiddleware
 from tests.server.support import eventually
 
 from fathom import create_deep_agent
-from fathom.middleware.async_tasks import AsyncSubAgentState, AsyncTask, now_iso
+from fathom.middleware.async_subagents.tasks import AsyncSubAgentState, AsyncTask, now_iso
 from fathom.server import create_app, in_process_client
 from fathom.testing import ScriptedModel, ai, tool_call
 from fathom.usage import AgentUsage, collect_async_usage

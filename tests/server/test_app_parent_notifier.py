@@ -20,11 +20,11 @@ from tests.server.app_support import GatedGraph
 from tests.server.support import eventually
 
 from fathom import create_deep_agent
-from fathom.middleware.parent_notifier import NOTIFICATION_KEY, USAGE_METADATA_KEY
+from fathom.middleware.async_subagents.parent_notifier import NOTIFICATION_KEY, USAGE_METADATA_KEY
 from fathom.server import create_app, in_process_client
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
-NOTIFIER_LOGGER = "fathom.middleware.parent_notifier"
+NOTIFIER_LOGGER = "fathom.middleware.async_subagents.parent_notifier"
 
 
 @tool

@@ -2,7 +2,7 @@
 
 Backends never raise for a request the model could have made badly; they return a result
 whose `error` is a `BackendError` (a kind, the path, and the facts the wording needs). The
-words the model reads are written once, by the tool layer (`fathom.middleware.fs_answers`),
+words the model reads are written once, by the tool layer (`fathom.middleware.filesystem.answers`),
 so that no layer above the backends has to recognise an error by its text.
 
 A backend written for the Deep Agents API may still put plain text in `error`; every

@@ -3,7 +3,7 @@
 Every filesystem tool talks to a `BackendProtocol`. Backends never raise for a bad request
 from the model (missing file, non-unique edit, path outside the root): they return a result
 whose `error` is a `BackendError` (a kind and the facts of the failure), and the tool layer
-(`fathom.middleware.fs_answers.describe_error`) writes the words the model reads.
+(`fathom.middleware.filesystem.answers.describe_error`) writes the words the model reads.
 
 `BackendProtocol` is a base class, not a structural `typing.Protocol`: a subclass that
 leaves a sync method out fails loudly with `NotImplementedError` naming the class and the

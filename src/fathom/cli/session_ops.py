@@ -152,7 +152,7 @@ async def _compact(session: Any, agent: Any, thread_id: str) -> str:
     from langchain_core.messages.utils import count_tokens_approximately
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-    from fathom.middleware.summarization import (
+    from fathom.middleware.context.summarization import (
         COMPACT_FLAG,
         SUMMARY_SOURCE,
         SummarizationMiddleware,

@@ -84,7 +84,7 @@ def _error_text(error: BaseException) -> str:
 
 
 async def _live(client: LangGraphClient, task: Mapping[str, Any]) -> TaskRow:
-    from fathom.middleware.async_tasks import task_status
+    from fathom.middleware.async_subagents.tasks import task_status
     from fathom.usage import task_usage
 
     task_id = str(task["task_id"])

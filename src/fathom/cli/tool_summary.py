@@ -6,7 +6,7 @@ files`, `120 lines`, `exit code 1`) and at most a few lines of the text; the who
 in a `ResultLog` under a short number, for `/expand N`. An error is never summarized: the
 model's next step depends on it, so the person sees all of it.
 
-The summaries read the text formats of fathom's own tools (`fathom.middleware.fs_answers`,
+The summaries read the text formats of fathom's own tools (`fathom.middleware.filesystem.answers`,
 `fathom.middleware.execute`); any other tool, or a text that does not match, gets its first
 lines.
 """

@@ -4,39 +4,39 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fathom.middleware.async_subagents import AsyncSubAgentMiddleware
-    from fathom.middleware.async_tasks import AsyncSubAgent, AsyncTask, TaskEvent
+    from fathom.middleware.async_subagents.middleware import AsyncSubAgentMiddleware
+    from fathom.middleware.async_subagents.tasks import AsyncSubAgent, AsyncTask, TaskEvent
     from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
+    from fathom.middleware.context.summarization import (
+        SummarizationMiddleware,
+        SummarizationToolMiddleware,
+        create_summarization_tool_middleware,
+    )
     from fathom.middleware.execute import ExecuteMiddleware
-    from fathom.middleware.filesystem import FilesystemMiddleware
+    from fathom.middleware.filesystem.middleware import FilesystemMiddleware
     from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
     from fathom.middleware.memory import MemoryMiddleware
     from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
     from fathom.middleware.planning import PlanningMiddleware
     from fathom.middleware.skills import SkillsMiddleware
     from fathom.middleware.subagents import SubAgentMiddleware
-    from fathom.middleware.summarization import (
-        SummarizationMiddleware,
-        SummarizationToolMiddleware,
-        create_summarization_tool_middleware,
-    )
 
 _WHERE = {
-    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents",
-    "AsyncSubAgent": "fathom.middleware.async_tasks",
-    "AsyncTask": "fathom.middleware.async_tasks",
-    "TaskEvent": "fathom.middleware.async_tasks",
+    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents.middleware",
+    "AsyncSubAgent": "fathom.middleware.async_subagents.tasks",
+    "AsyncTask": "fathom.middleware.async_subagents.tasks",
+    "TaskEvent": "fathom.middleware.async_subagents.tasks",
     "ExecuteMiddleware": "fathom.middleware.execute",
-    "FilesystemMiddleware": "fathom.middleware.filesystem",
+    "FilesystemMiddleware": "fathom.middleware.filesystem.middleware",
     "HumanInTheLoopMiddleware": "fathom.middleware.human_in_the_loop",
     "MemoryMiddleware": "fathom.middleware.memory",
     "PatchToolCallsMiddleware": "fathom.middleware.patch_tool_calls",
     "PlanningMiddleware": "fathom.middleware.planning",
     "SkillsMiddleware": "fathom.middleware.skills",
     "SubAgentMiddleware": "fathom.middleware.subagents",
-    "SummarizationMiddleware": "fathom.middleware.summarization",
-    "SummarizationToolMiddleware": "fathom.middleware.summarization",
-    "create_summarization_tool_middleware": "fathom.middleware.summarization",
+    "SummarizationMiddleware": "fathom.middleware.context.summarization",
+    "SummarizationToolMiddleware": "fathom.middleware.context.summarization",
+    "create_summarization_tool_middleware": "fathom.middleware.context.summarization",
     "CodeInterpreterMiddleware": "fathom.middleware.code_interpreter",
 }
 

@@ -30,8 +30,8 @@ from fathom.backends.protocol import (
     resolve_backend,
     supports_execute,
 )
-from fathom.middleware.fs_answers import error_message
-from fathom.middleware.summarization import OFFLOAD_DIR, artifacts_dir
+from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
+from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [

@@ -32,7 +32,7 @@ from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, resolve_backend
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
-from fathom.middleware.fs_answers import describe_error
+from fathom.middleware.filesystem.answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState

@@ -43,7 +43,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
-from fathom.middleware.fs_answers import describe_error
+from fathom.middleware.filesystem.answers import describe_error
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState
 

@@ -30,8 +30,8 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from fathom.middleware.async_tasks import ASYNC_SUBAGENT_KEYS as _ASYNC_KEYS
-from fathom.middleware.async_tasks import validate_async_subagents
+from fathom.middleware.async_subagents.tasks import ASYNC_SUBAGENT_KEYS as _ASYNC_KEYS
+from fathom.middleware.async_subagents.tasks import validate_async_subagents
 from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.subagent_status import (
     SubagentFailureTransformer,
@@ -282,9 +282,9 @@ def _private_state_keys() -> frozenset[str]:
     """
     from langchain.agents.middleware.todo import PlanningState
 
+    from fathom.middleware.context.summarization import CompactionState
     from fathom.middleware.memory import MemoryState
     from fathom.middleware.skills import SkillsState
-    from fathom.middleware.summarization import CompactionState
     from fathom.state import DeepAgentState
 
     keys = {"remaining_steps"}  # a managed value LangGraph adds to every agent graph

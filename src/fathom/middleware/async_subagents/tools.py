@@ -20,7 +20,7 @@ from langgraph.types import Command
 from langgraph_sdk.client import LangGraphClient
 from pydantic import BaseModel, Field
 
-from fathom.middleware.async_tasks import (
+from fathom.middleware.async_subagents.tasks import (
     PARENT_KEY,
     UNFINISHED,
     AsyncSubAgent,
@@ -31,7 +31,7 @@ from fathom.middleware.async_tasks import (
     result_content,
     task_status,
 )
-from fathom.middleware.async_transport import (
+from fathom.middleware.async_subagents.transport import (
     ClientPool,
     create_run,
     describe_error,

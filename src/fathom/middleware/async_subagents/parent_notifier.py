@@ -56,7 +56,7 @@ from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from fathom.middleware.async_tasks import (
+from fathom.middleware.async_subagents.tasks import (
     NOTIFICATION_KEY,
     PARENT_KEY,
     context_data,

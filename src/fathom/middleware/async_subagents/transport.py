@@ -25,7 +25,7 @@ import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fathom.middleware.async_tasks import AsyncSubAgent
+from fathom.middleware.async_subagents.tasks import AsyncSubAgent
 
 __all__ = ["ClientPool", "create_run", "describe_error", "read_thread", "status_code"]
 

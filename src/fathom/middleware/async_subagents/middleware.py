@@ -24,7 +24,7 @@ from typing import Any
 from langchain.agents.middleware.types import AgentMiddleware, hook_config
 from langgraph.runtime import Runtime
 
-from fathom.middleware.async_tasks import (
+from fathom.middleware.async_subagents.tasks import (
     NOTIFICATION_KEY,
     UNFINISHED,
     AsyncSubAgent,
@@ -33,7 +33,7 @@ from fathom.middleware.async_tasks import (
     update_message,
     validate_async_subagents,
 )
-from fathom.middleware.async_tools import (
+from fathom.middleware.async_subagents.tools import (
     TaskTracker,
     build_async_tools,
     check_report,

@@ -35,8 +35,10 @@ from fathom.backends.protocol import (
     resolve_backend,
 )
 from fathom.backends.state import StateBackend
-from fathom.middleware.blob_offload import BlobOffload, blobs_in_state
-from fathom.middleware.fs_answers import (
+from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
+from fathom.middleware.context.eviction import HumanMessageEviction, with_command
+from fathom.middleware.context.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
+from fathom.middleware.filesystem.answers import (
     change_answer,
     edit_message,
     error_message,
@@ -46,13 +48,11 @@ from fathom.middleware.fs_answers import (
     read_answer,
     write_message,
 )
-from fathom.middleware.message_eviction import HumanMessageEviction, with_command
 from fathom.middleware.permissions import (
     FilesystemPermission,
     PermissionPolicy,
     check_permissions_apply,
 )
-from fathom.middleware.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState, FilesystemState
 

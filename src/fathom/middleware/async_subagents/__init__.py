@@ -1,0 +1,51 @@
+"""Async subagents: background runs on Agent Protocol servers, and the parent they wake.
+
+- `middleware`: `AsyncSubAgentMiddleware`, the five task tools' middleware and the refresh
+  of unfinished tasks before each model call;
+- `tasks`: the `AsyncSubAgent` spec, the `async_tasks` channel and its records;
+- `tools`: `start/check/update/cancel/list_async_task(s)`;
+- `transport`: one SDK client per server, in process (`fathom.hosting`) or over HTTP;
+- `parent_notifier`: the child side, which wakes an idle parent when it ends.
+
+Layer: capabilities. Imports the core, `fathom.backends` and `fathom.hosting`; never
+`fathom.server` (a server fills in `fathom.hosting`).
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fathom.middleware.async_subagents.middleware import AsyncSubAgentMiddleware
+    from fathom.middleware.async_subagents.tasks import (
+        AsyncSubAgent,
+        AsyncSubAgentState,
+        AsyncTask,
+        TaskEvent,
+    )
+
+_WHERE = {
+    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents.middleware",
+    "AsyncSubAgent": "fathom.middleware.async_subagents.tasks",
+    "AsyncSubAgentState": "fathom.middleware.async_subagents.tasks",
+    "AsyncTask": "fathom.middleware.async_subagents.tasks",
+    "TaskEvent": "fathom.middleware.async_subagents.tasks",
+}
+
+__all__ = [
+    "AsyncSubAgent",
+    "AsyncSubAgentMiddleware",
+    "AsyncSubAgentState",
+    "AsyncTask",
+    "TaskEvent",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Each name is imported on first use: a child agent's notifier (`parent_notifier`)
+    loads without the parent's tools and transport."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
