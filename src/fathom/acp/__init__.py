@@ -4,24 +4,7 @@ Kept so that `from fathom.acp import ...` and submodule paths such as `fathom.ac
 keep working (`fathom._aliases`). Owns nothing; imports only `fathom.protocols.acp`.
 """
 
-from fathom.protocols.acp import (
-    MODES,
-    AcpOptions,
-    FathomACPAgent,
-    UnsupportedContentError,
-    from_acp,
-    serve_stdio,
-    to_acp,
-)
-
-__all__ = [
-    "MODES",
-    "AcpOptions",
-    "FathomACPAgent",
-    "UnsupportedContentError",
-    "from_acp",
-    "serve_stdio",
-    "to_acp",
-]
+from fathom.protocols.acp import *  # noqa: F403  (re-exports the package's __all__)
+from fathom.protocols.acp import __all__ as __all__
 
 __path__: list[str] = []  # a package whose submodules fathom._aliases finds

@@ -4,28 +4,7 @@ Kept so that `from fathom.mcp import ...` and submodule paths such as `fathom.mc
 keep working (`fathom._aliases`). Owns nothing; imports only `fathom.protocols.mcp`.
 """
 
-from fathom.protocols.mcp import (
-    McpConfigError,
-    McpServerConfig,
-    McpServers,
-    ServerState,
-    ServerStatus,
-    load_tools,
-    load_tools_sync,
-    parse_servers,
-    read_mcp_json,
-)
-
-__all__ = [
-    "McpConfigError",
-    "McpServerConfig",
-    "McpServers",
-    "ServerState",
-    "ServerStatus",
-    "load_tools",
-    "load_tools_sync",
-    "parse_servers",
-    "read_mcp_json",
-]
+from fathom.protocols.mcp import *  # noqa: F403  (re-exports the package's __all__)
+from fathom.protocols.mcp import __all__ as __all__
 
 __path__: list[str] = []  # a package whose submodules fathom._aliases finds

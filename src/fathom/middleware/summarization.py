@@ -5,36 +5,5 @@ public names so that `from deepagents.middleware.summarization import ...` ports
 changing the package name. Owns nothing.
 """
 
-from fathom.middleware.context.summarization import (
-    ARCHIVE_DIR,
-    COMPACT_FLAG,
-    COMPACT_TOOL_DESCRIPTION,
-    FALLBACK_KEEP_MESSAGES,
-    FALLBACK_TRIGGER_TOKENS,
-    OFFLOAD_DIR,
-    SUMMARY_SOURCE,
-    SummarizationMiddleware,
-    SummarizationToolMiddleware,
-    artifacts_dir,
-    context_window,
-    create_summarization_middleware,
-    create_summarization_tool_middleware,
-    is_context_overflow,
-)
-
-__all__ = [
-    "ARCHIVE_DIR",
-    "COMPACT_FLAG",
-    "COMPACT_TOOL_DESCRIPTION",
-    "FALLBACK_KEEP_MESSAGES",
-    "FALLBACK_TRIGGER_TOKENS",
-    "OFFLOAD_DIR",
-    "SUMMARY_SOURCE",
-    "SummarizationMiddleware",
-    "SummarizationToolMiddleware",
-    "artifacts_dir",
-    "context_window",
-    "create_summarization_middleware",
-    "create_summarization_tool_middleware",
-    "is_context_overflow",
-]
+from fathom.middleware.context.summarization import *  # noqa: F403  (its __all__)
+from fathom.middleware.context.summarization import __all__ as __all__
