@@ -8,6 +8,7 @@ are read from the real `create_agent` calls (recorded, then passed through uncha
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,13 @@ Stacks = list[tuple[str | None, list[str], list[str]]]
 
 @pytest.fixture
 def stacks(monkeypatch: pytest.MonkeyPatch) -> Stacks:
-    """Each `create_agent` call's agent name, middleware class names and tool names."""
+    """Each `create_agent` call's agent name, middleware class names and tool names.
+
+    Anthropic prompt caching joins the stack only once `langchain_anthropic` has been
+    imported (by any earlier test in this process), so the pinned stacks are taken with it
+    unimported; `test_anthropic_prompt_caching_follows_the_subagents` pins where it goes.
+    """
+    monkeypatch.delitem(sys.modules, "langchain_anthropic", raising=False)
     seen: Stacks = []
     real = fathom.agent.create_agent
 
@@ -114,3 +121,17 @@ def test_a_backend_that_runs_commands_adds_execute(stacks: Stacks, tmp_path: Pat
         "ParentNotifierMiddleware", "PatchToolCallsMiddleware", "PromptAssemblyMiddleware",
     ]  # fmt: skip
     assert main[2] == ["write_todos", *FILE_TOOLS, "task", "execute"]
+
+
+def test_anthropic_prompt_caching_follows_the_subagents(
+    stacks: Stacks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_anthropic")
+    import langchain_anthropic
+
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", langchain_anthropic)
+    create_deep_agent(ScriptedModel(replies=["x"]))
+    main = stacks[-1][1]
+    helper = stacks[0][1]
+    assert main[main.index("SubAgentMiddleware") + 1] == "AnthropicPromptCachingMiddleware"
+    assert helper[helper.index("FilesystemMiddleware") + 1] == "AnthropicPromptCachingMiddleware"

@@ -15,6 +15,7 @@ from fathom.backends import (
     StateBackend,
     create_file_data,
 )
+from fathom.backends.errors import ErrorKind, error_kind
 from fathom.middleware.permissions import PermissionPolicy, check_permissions_apply
 from fathom.testing import ScriptedModel, ai, tool_call
 
@@ -90,11 +91,13 @@ def test_first_match_wins_specific_deny_before_broad_allow():
     ]
     backend = guarded(rules)
     assert backend.read("/workspace/main.py").error is None
-    error = backend.read("/workspace/.env").error
+    refused = backend.read("/workspace/.env").error
+    assert error_kind(refused) is ErrorKind.PERMISSION  # a typed refusal, in the rule's words
+    error = str(refused)
     assert "permission denied" in error and "rule 1" in error
-    assert "rule 1" in backend.read("/workspace/examples/demo.py").error
-    assert "rule 3" in backend.read("/etc/hosts").error
-    assert "rule 3" in backend.write("/outside.md", "x").error
+    assert "rule 1" in str(backend.read("/workspace/examples/demo.py").error)
+    assert "rule 3" in str(backend.read("/etc/hosts").error)
+    assert "rule 3" in str(backend.write("/outside.md", "x").error)
     assert backend.write("/workspace/notes.md", "x").error is None
 
 
@@ -116,38 +119,38 @@ def test_listings_and_searches_leave_out_what_may_not_be_read():
         "/workspace/examples/demo.py",
         "/workspace/main.py",
     ]
-    assert "permission denied" in backend.ls("/etc").error
-    assert "permission denied" in backend.grep("token", "/etc/hosts").error
+    assert "permission denied" in str(backend.ls("/etc").error)
+    assert "permission denied" in str(backend.grep("token", "/etc/hosts").error)
 
 
 def test_brace_alternation_and_globstar_in_rule_paths():
     backend = guarded([deny(["read"], "/**/*.{env,pem}", "/workspace/{examples,tmp}/**")])
     # `*` also matches an empty name, so `*.env` covers `.env` itself (no dotfile rule).
-    assert "denied" in backend.read("/workspace/.env").error
-    assert "denied" in guarded([deny(["read"], "/**/*.{env,pem}")]).read("/a/b/c.pem").error
+    assert "denied" in str(backend.read("/workspace/.env").error)
+    assert "denied" in str(guarded([deny(["read"], "/**/*.{env,pem}")]).read("/a/b/c.pem").error)
     assert guarded([deny(["read"], "/**/*.{env,pem}")]).read("/workspace/main.py").error is None
-    assert "denied" in backend.read("/workspace/examples/demo.py").error
+    assert "denied" in str(backend.read("/workspace/examples/demo.py").error)
     assert backend.read("/workspace/main.py").error is None
 
 
 def test_a_trailing_slash_pattern_covers_the_directory_tree():
     backend = guarded([deny(["write"], "/workspace/")])
-    assert "denied" in backend.write("/workspace/deep/new.md", "x").error
+    assert "denied" in str(backend.write("/workspace/deep/new.md", "x").error)
     assert backend.write("/other.md", "x").error is None
 
 
 def test_paths_are_normalised_before_rules_are_checked():
     backend = guarded([deny(["read"], "/workspace/.env")])
-    assert "denied" in backend.read("/workspace/examples/../.env").error
-    assert "denied" in backend.read("workspace//./.env").error
+    assert "denied" in str(backend.read("/workspace/examples/../.env").error)
+    assert "denied" in str(backend.read("workspace//./.env").error)
 
 
 def test_a_denied_operation_never_reaches_the_backend():
     inner = CountingStateBackend()
     backend = guarded([deny(["read", "write"], "/workspace/.env")], inner=inner)
-    assert "denied" in backend.read("/workspace/.env").error
-    assert "denied" in backend.write("/workspace/.env", "x").error
-    assert "denied" in backend.edit("/workspace/.env", "API", "X").error
+    assert "denied" in str(backend.read("/workspace/.env").error)
+    assert "denied" in str(backend.write("/workspace/.env", "x").error)
+    assert "denied" in str(backend.edit("/workspace/.env", "API", "X").error)
     assert inner.calls == []
     backend.read("/workspace/main.py")
     assert inner.calls == ["read /workspace/main.py"]
@@ -155,10 +158,10 @@ def test_a_denied_operation_never_reaches_the_backend():
 
 async def test_async_operations_are_checked_too():
     backend = guarded([deny(["read", "write"], "/workspace/.env")])
-    assert "denied" in (await backend.aread("/workspace/.env")).error
-    assert "denied" in (await backend.awrite("/workspace/.env", "x")).error
-    assert "denied" in (await backend.aedit("/workspace/.env", "a", "b")).error
-    assert "denied" in (await backend.adelete("/workspace/.env")).error
+    assert "denied" in str((await backend.aread("/workspace/.env")).error)
+    assert "denied" in str((await backend.awrite("/workspace/.env", "x")).error)
+    assert "denied" in str((await backend.aedit("/workspace/.env", "a", "b")).error)
+    assert "denied" in str((await backend.adelete("/workspace/.env")).error)
     listed = await backend.aglob("**")
     assert "/workspace/.env" not in [m["path"] for m in listed.matches]
 
@@ -248,7 +251,9 @@ def test_policy_hooks_can_rewrite_veto_and_audit():
     backend = PolicyBackend(StateBackend(), [policy]).bind(runtime)
     written = backend.write("/a.md", "key SECRET here")
     assert written.files_update["/a.md"]["content"] == "key [redacted] here"
-    assert backend.delete("/a.md").error == "Error: deleting is switched off for this agent."
+    refused = backend.delete("/a.md").error
+    assert str(refused) == "Error: deleting is switched off for this agent."
+    assert error_kind(refused) is ErrorKind.PERMISSION
     assert policy.log == ["write /a.md", "delete /a.md"]
 
 
@@ -261,7 +266,7 @@ def test_policies_run_in_order_and_the_first_refusal_wins():
             return f"refused by {self.name}"
 
     backend = PolicyBackend(StateBackend(), [Refuse("first"), Refuse("second")])
-    assert backend.write("/x", "y").error == "refused by first"
+    assert str(backend.write("/x", "y").error) == "refused by first"
 
 
 def test_policy_backend_wraps_a_factory():
@@ -292,10 +297,10 @@ def test_a_symlink_inside_the_root_cannot_reach_a_denied_path(tmp_path):
     backend = PolicyBackend(
         FilesystemBackend(root_dir=tmp_path, virtual_mode=True), [PermissionPolicy(rules)]
     )
-    error = backend.read("/workspace/key").error
+    error = str(backend.read("/workspace/key").error)
     assert "permission denied" in error and "/secrets/key" in error
-    assert "permission denied" in backend.read("/workspace/vault/key").error
-    assert "permission denied" in backend.edit("/workspace/key", "hunter2", "x").error
+    assert "permission denied" in str(backend.read("/workspace/vault/key").error)
+    assert "permission denied" in str(backend.edit("/workspace/key", "hunter2", "x").error)
     assert (tmp_path / "secrets" / "key").read_text() == "hunter2"
     assert backend.read("/workspace/notes.md").error is None
     listed = [e["path"] for e in backend.ls("/workspace").entries]
@@ -318,10 +323,10 @@ def test_rules_work_through_a_composite_of_disk_and_state(tmp_path):
     runtime = SimpleNamespace(state={"files": {"/notes.md": create_file_data("state")}})
     backend = PolicyBackend(composite, [PermissionPolicy(rules)]).bind(runtime)
     assert backend.read("/workspace/readme.md").file_data["content"] == "disk"
-    assert "denied" in backend.read("/notes.md").error
+    assert "denied" in str(backend.read("/notes.md").error)
     assert backend.write("/workspace/new.md", "x").error is None
     assert (tmp_path / "new.md").read_text() == "x"
-    assert "denied" in backend.write("/elsewhere.md", "x").error
+    assert "denied" in str(backend.write("/elsewhere.md", "x").error)
     assert [m["path"] for m in backend.glob("**/*.md", "/workspace").matches] == [
         "/workspace/new.md",
         "/workspace/readme.md",

@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = [
     "MAX_FRONT_MATTER_CHARS",
     "MAX_FRONT_MATTER_NODES",
@@ -38,7 +40,7 @@ _OPENING = re.compile(r"---[ \t]*(?:\r?\n|\Z)")
 _CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(FathomError, ValueError):
     """Front matter that cannot be used.
 
     Attributes:

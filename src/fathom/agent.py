@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 from langgraph.typing import ContextT
 
-from fathom.backends.protocol import BackendFactory, BackendProtocol, supports_execute
+from fathom.backends.protocol import BackendFactory, BackendProtocol, adopt, supports_execute
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.async_subagents.middleware import AsyncSubAgent, AsyncSubAgentMiddleware
 from fathom.middleware.async_subagents.parent_notifier import ParentNotifierMiddleware
@@ -505,6 +505,7 @@ def create_deep_agent(
             shell commands.
     """
     chat_model = resolve_model(model)
+    backend = adopt(backend) if backend is not None else None  # a foreign one, wrapped once
     core = _core_middleware(backend, permissions, memory=memory, skills=skills)
     approval = _hitl(interrupt_on, checkpointer is not None, "")
     compiled = _compile_subagents(

@@ -7,12 +7,14 @@ import os
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
+from fathom.errors import FathomError
+
 __all__ = ["MODEL_ENV_VAR", "ModelNotConfiguredError", "resolve_model"]
 
 MODEL_ENV_VAR = "FATHOM_MODEL"
 
 
-class ModelNotConfiguredError(ValueError):
+class ModelNotConfiguredError(FathomError, ValueError):
     """No model was given and none is configured."""
 
 

@@ -46,6 +46,8 @@ from langgraph.types import StateSnapshot
 from langgraph.typing import ContextT, InputT, OutputT, StateT
 from typing_extensions import TypeVar
 
+from fathom.errors import FathomError
+
 if TYPE_CHECKING:
     from langgraph._internal._typing import StateLike
 
@@ -61,7 +63,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class ThreadBusyError(RuntimeError):
+class ThreadBusyError(FathomError, RuntimeError):
     """A run was refused because another run on the same thread has not finished.
 
     Attributes:

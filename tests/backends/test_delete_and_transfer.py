@@ -271,7 +271,8 @@ def test_policy_vetoes_delete_upload_and_download_per_file() -> None:
     inner = state_backend(stored({"/secret/k": b"k", "/ok": b"ok"}))
     policy = NoSecrets()
     backend = PolicyBackend(inner, [policy])
-    assert error_kind(backend.delete("/secret").error) is None  # the policy's own text
+    refused = backend.delete("/secret").error  # a PERMISSION error in the policy's words
+    assert error_kind(refused) is ErrorKind.PERMISSION and str(refused) == "no secrets"
     assert backend.delete("/secret").files_update is None
     assert backend.delete("/ok").files_update == {"/ok": None}
     uploads = backend.upload_files([("/secret/new", b"x"), ("/fine", b"y")])

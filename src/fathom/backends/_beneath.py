@@ -28,6 +28,8 @@ import platform
 import threading
 from collections.abc import Callable
 
+from fathom.errors import FathomError
+
 __all__ = ["MAX_LINKS", "Escape", "Resolver", "close_quietly"]
 
 MAX_LINKS = 40
@@ -47,7 +49,7 @@ _KERNEL_REFUSED = {errno.EXDEV, errno.ELOOP, errno.EAGAIN}
 """`openat2` errors that mean "not this way": the portable walk decides instead."""
 
 
-class Escape(Exception):
+class Escape(FathomError):
     """The path (or a symlink on it) leads outside the root."""
 
 

@@ -28,6 +28,8 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from fathom.errors import FathomError
+
 __all__ = [
     "MAX_BRACE_DEPTH",
     "MAX_BRACE_EXPANSIONS",
@@ -55,7 +57,7 @@ _MAX_CACHED_MOVES = 20_000  # cached automaton moves per pattern; the cache is f
 _DIALECT = "Use *, ?, **, [abc], [!abc] and {a,b}."
 
 
-class GlobError(ValueError):
+class GlobError(FathomError, ValueError):
     """A glob pattern that cannot be used; the message says what is wrong with it.
 
     `limit` is the bound that was passed (pattern length, brace depth, matching steps), or

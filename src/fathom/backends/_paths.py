@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fathom.errors import FathomError
+
 __all__ = [
     "MAX_PATH_CHARS",
     "MAX_PATH_DEPTH",
@@ -18,7 +20,7 @@ MAX_PATH_DEPTH = 256
 """The most `/`-separated parts a path may have; deeper paths overflow recursive helpers."""
 
 
-class PathError(ValueError):
+class PathError(FathomError, ValueError):
     """A path the model sent cannot be used; the message says why and what to send instead.
 
     `reason` says what is wrong in a few words (`"contains a NUL byte"`), for backends that

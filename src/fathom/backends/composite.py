@@ -1,19 +1,22 @@
-"""`CompositeBackend`: one filesystem made of several backends, routed by path prefix."""
+"""`CompositeBackend`: one filesystem made of several backends, routed by path prefix.
+
+Each operation is one plan (`PlannedBackend`): it routes, yields a `call` on each backend it
+needs, and merges what they answer; the sync methods answer those calls with the backends'
+sync methods, the async ones with their async twins.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Self, cast
+from typing import Any, Self
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
-from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
-    EditResult,
     ExecuteResponse,
     FileDownloadResponse,
     FileInfo,
@@ -22,34 +25,26 @@ from fathom.backends.protocol import (
     GrepMatch,
     GrepResult,
     LsResult,
+    OperationFailed,
+    Plan,
+    PlannedBackend,
     ReadResult,
-    SandboxBackendProtocol,
-    WriteResult,
-    accepts_keyword,
+    UploadResults,
+    adopt,
+    call,
     cap_grep,
-    execute_accepts_timeout,
+    error_result,
     resolve_backend,
     supports_delete,
     supports_execute,
 )
-from fathom.backends.state import StateBackend, UploadResults
+from fathom.backends.state import StateBackend
 from fathom.backends.utils import invalid_path, pattern_error
 from fathom.state import FilesUpdate
 
 __all__ = ["CompositeBackend"]
 
 Child = BackendProtocol | Callable[[Any], BackendProtocol]
-
-
-def _grep_kwargs(child: Any, method: str, max_count: int | None, context_lines: int) -> dict:
-    """The optional grep arguments `child` takes (a backend written for an older API may
-    take neither; its result is capped after the merge)."""
-    kwargs: dict[str, Any] = {}
-    if max_count is not None and accepts_keyword(type(child), method, "max_count"):
-        kwargs["max_count"] = max_count
-    if context_lines > 0 and accepts_keyword(type(child), method, "context_lines"):
-        kwargs["context_lines"] = context_lines
-    return kwargs
 
 
 def _route_prefix(prefix: str) -> str:
@@ -62,7 +57,7 @@ def _route_prefix(prefix: str) -> str:
     return normalized
 
 
-class CompositeBackend(BackendBase):
+class CompositeBackend(PlannedBackend):
     """Routes each path to the backend of its longest matching prefix.
 
     `routes` maps prefixes such as `"/memories/"` to backends (or factories); everything
@@ -71,6 +66,8 @@ class CompositeBackend(BackendBase):
     `ls`, `glob` and `grep` merge what all the backends under the searched directory hold;
     a file a shorter route or the default holds under a longer route's prefix is hidden,
     because reads and writes of that path go to the longer route.
+
+    A backend not made by fathom is adapted where it is handed in (`adopt`).
 
     Args:
         default: The backend for paths under no route.
@@ -89,13 +86,14 @@ class CompositeBackend(BackendBase):
             raise ValueError(
                 f"artifacts_root {artifacts_root!r} is not a usable path: {error}"
             ) from None
-        self.default = default
+        self.default = adopt(default)
         normalized: dict[str, Child] = {}
         for prefix, child in routes.items():
             key = _route_prefix(prefix)
             if key in normalized:
                 raise ValueError(f"Two routes normalise to the same prefix {key!r}.")
             normalized[key] = child.mounted_at(key) if isinstance(child, StateBackend) else child
+            normalized[key] = adopt(normalized[key])
         self.routes: dict[str, Child] = dict(
             sorted(normalized.items(), key=lambda item: -len(item[0]))
         )
@@ -163,22 +161,13 @@ class CompositeBackend(BackendBase):
 
     # -- listing and search --------------------------------------------------------------
 
-    def ls(self, path: str) -> LsResult:
+    def _ls(self, path: str) -> Plan[LsResult]:
         try:
             directory = normalize_dir(path)
         except PathError as error:
             return LsResult(error=invalid_path(path, error))
         prefix, child, inner = self._owner(directory)
-        result = child.ls(inner)
-        return self._merge_ls(directory, prefix, result)
-
-    async def als(self, path: str) -> LsResult:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return LsResult(error=invalid_path(path, error))
-        prefix, child, inner = self._owner(directory)
-        result = await child.als(inner)
+        result = yield call(child, "ls", inner)
         return self._merge_ls(directory, prefix, result)
 
     def _merge_ls(self, directory: str, prefix: str, result: LsResult) -> LsResult:
@@ -223,25 +212,23 @@ class CompositeBackend(BackendBase):
             return pattern_error(pattern, error)
         return directory
 
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+    def _glob(self, pattern: str, path: str | None = None) -> Plan[GlobResult]:
         directory = self._glob_check(pattern, path)
         if isinstance(directory, BackendError):
             return GlobResult(error=directory)
-        results = [
-            (prefix, child.glob(self._pattern_for(pattern), inner))
-            for prefix, child, inner in self._sources(directory)
-        ]
+        results = []
+        for prefix, child, inner in self._sources(directory):
+            result = yield call(child, "glob", self._pattern_for(pattern), inner)
+            results.append((prefix, result))
         return self._merge_glob(directory, pattern, results)
 
-    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
-        directory = self._glob_check(pattern, path)
-        if isinstance(directory, BackendError):
-            return GlobResult(error=directory)
-        results = [
-            (prefix, await child.aglob(self._pattern_for(pattern), inner))
-            for prefix, child, inner in self._sources(directory)
-        ]
-        return self._merge_glob(directory, pattern, results)
+    def _route_error(self, results: list[tuple[str, Any]]) -> Any:
+        """The first error of the routed results, with full paths (`NOT_FOUND` is none: a
+        route with nothing under the searched path)."""
+        for prefix, result in results:
+            if result.error and error_kind(result.error) is not ErrorKind.NOT_FOUND:
+                return self._outer_error(prefix, result)
+        return None
 
     def _merge_glob(
         self, directory: str, pattern: str, results: list[tuple[str, GlobResult]]
@@ -250,11 +237,11 @@ class CompositeBackend(BackendBase):
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
         truncated = False
         reason = None
+        if (error := self._route_error(results)) is not None:
+            return GlobResult(error=error)
         for prefix, result in results:
             if result.error:
-                if error_kind(result.error) is ErrorKind.NOT_FOUND:
-                    continue  # a route with nothing under the searched directory
-                return GlobResult(error=self._outer_error(prefix, result))
+                continue
             if result.truncated:
                 truncated = True
                 reason = reason or result.truncation_reason
@@ -274,7 +261,7 @@ class CompositeBackend(BackendBase):
             truncation_reason=reason,
         )
 
-    def _grep_plan(self, path: str | None) -> tuple[str, list[tuple[str, Any, str]]]:
+    def _grep_sources(self, path: str | None) -> tuple[str, list[tuple[str, Any, str]]]:
         """The searched directory (or file) and the backends to ask, with their paths."""
         target = normalize_path(path) if path and str(path).strip() else "/"
         directory = normalize_dir(target)
@@ -289,7 +276,7 @@ class CompositeBackend(BackendBase):
         self, path: str | None, glob: str | None
     ) -> tuple[str, list[tuple[str, Any, str]]] | BackendError:
         try:
-            planned = self._grep_plan(path)
+            planned = self._grep_sources(path)
         except PathError as error:
             return invalid_path(path, error)
         try:
@@ -299,46 +286,21 @@ class CompositeBackend(BackendBase):
             return pattern_error(glob, error)
         return planned
 
-    def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
+    def _grep(
+        self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
+        context_lines: int,
+    ) -> Plan[GrepResult]:
         """Grep every backend under `path` and merge (see `BackendProtocol.grep`)."""
         planned = self._grep_check(path, glob)
         if isinstance(planned, BackendError):
             return GrepResult(error=planned)
         directory, sources = planned
         child_glob = glob if glob and "/" not in glob else None
+        kwargs = {"max_count": max_count, "context_lines": context_lines}
         results = []
         for prefix, child, inner in sources:
-            kwargs = _grep_kwargs(child, "grep", max_count, context_lines)
-            results.append((prefix, child.grep(pattern, inner, child_glob, **kwargs)))
-        return cap_grep(self._merge_grep(directory, glob, results), max_count)
-
-    async def agrep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        """Async `grep`."""
-        planned = self._grep_check(path, glob)
-        if isinstance(planned, BackendError):
-            return GrepResult(error=planned)
-        directory, sources = planned
-        child_glob = glob if glob and "/" not in glob else None
-        results = []
-        for prefix, child, inner in sources:
-            kwargs = _grep_kwargs(child, "agrep", max_count, context_lines)
-            results.append((prefix, await child.agrep(pattern, inner, child_glob, **kwargs)))
+            result = yield call(child, "grep", pattern, inner, child_glob, **kwargs)
+            results.append((prefix, result))
         return cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(
@@ -348,11 +310,11 @@ class CompositeBackend(BackendBase):
         skipped: list[str] = []
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
         truncated = False
+        if (error := self._route_error(results)) is not None:
+            return GrepResult(error=error)
         for prefix, result in results:
             if result.error:
-                if error_kind(result.error) is ErrorKind.NOT_FOUND:
-                    continue  # a route with nothing under the searched path
-                return GrepResult(error=self._outer_error(prefix, result))
+                continue
             truncated = truncated or bool(getattr(result, "truncated", False))
             for match in result.matches or []:
                 outer = self._outer(prefix, match["path"])
@@ -389,63 +351,37 @@ class CompositeBackend(BackendBase):
             return BackendError(ErrorKind.IS_DIRECTORY, path, f"the mount point of route {prefix}")
         return prefix, child, inner
 
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        routed = self._route_file(file_path)
-        if isinstance(routed, BackendError):
-            return ReadResult(error=routed)
-        prefix, child, inner = routed
-        result = child.read(inner, offset, limit)
-        return replace(result, error=self._outer_error(prefix, result)) if result.error else result
+    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Plan[Any]:
+        return (yield from self._routed("read", file_path, offset, limit))
 
-    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        routed = self._route_file(file_path)
+    def _write(self, file_path: str, content: str) -> Plan[Any]:
+        return (yield from self._routed("write", file_path, content, new_file=True))
+
+    def _edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> Plan[Any]:
+        return (yield from self._routed("edit", file_path, old_string, new_string, replace_all))
+
+    def _routed(self, method: str, file_path: str, *args: Any, new_file: bool = False) -> Plan[Any]:
+        """`method` on the backend serving `file_path`; its result with full paths."""
+        routed = self._route_file(file_path, new_file)
         if isinstance(routed, BackendError):
-            return ReadResult(error=routed)
+            return error_result(method, (), routed)
         prefix, child, inner = routed
-        result = await child.aread(inner, offset, limit)
-        return replace(result, error=self._outer_error(prefix, result)) if result.error else result
+        result = yield call(child, method, inner, *args)
+        return self._changed(prefix, result)
 
     def _changed(self, prefix: str, result: Any) -> Any:
+        """A routed backend's result with full paths."""
         if result.error:
             return replace(result, error=self._outer_error(prefix, result))
+        if isinstance(result, ReadResult):
+            return result
         return replace(
             result,
             path=self._outer(prefix, result.path) if result.path else result.path,
             files_update=self._outer_update(prefix, result.files_update),
         )
-
-    def write(self, file_path: str, content: str) -> WriteResult:
-        routed = self._route_file(file_path, new_file=True)
-        if isinstance(routed, BackendError):
-            return WriteResult(error=routed)
-        prefix, child, inner = routed
-        return self._changed(prefix, child.write(inner, content))
-
-    async def awrite(self, file_path: str, content: str) -> WriteResult:
-        routed = self._route_file(file_path, new_file=True)
-        if isinstance(routed, BackendError):
-            return WriteResult(error=routed)
-        prefix, child, inner = routed
-        return self._changed(prefix, await child.awrite(inner, content))
-
-    def edit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        routed = self._route_file(file_path)
-        if isinstance(routed, BackendError):
-            return EditResult(error=routed)
-        prefix, child, inner = routed
-        return self._changed(prefix, child.edit(inner, old_string, new_string, replace_all))
-
-    async def aedit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        routed = self._route_file(file_path)
-        if isinstance(routed, BackendError):
-            return EditResult(error=routed)
-        prefix, child, inner = routed
-        result = await child.aedit(inner, old_string, new_string, replace_all)
-        return self._changed(prefix, result)
 
     def _route_delete(self, file_path: str) -> tuple[str, Any, str] | DeleteResult:
         """The route serving a delete, or the refusal.
@@ -474,42 +410,17 @@ class CompositeBackend(BackendBase):
             return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, path, "delete"))
         return prefix, child, inner
 
-    def _deleted(self, prefix: str, result: DeleteResult) -> DeleteResult:
-        """A routed backend's delete result with full paths."""
-        error = result.error
-        if isinstance(error, BackendError) and error.path is not None:
-            error = replace(error, path=self._outer(prefix, error.path))
-        return replace(
-            result,
-            error=error,
-            path=self._outer(prefix, result.path) if result.path else result.path,
-            files_update=self._outer_update(prefix, result.files_update),
-        )
-
-    def delete(self, file_path: str) -> DeleteResult:
+    def _delete(self, file_path: str) -> Plan[DeleteResult]:
         """Delete a file or directory (recursively) in the backend that serves it."""
         routed = self._route_delete(file_path)
         if isinstance(routed, DeleteResult):
             return routed
         prefix, child, inner = routed
         try:
-            result = child.delete(inner)
+            result = yield call(child, "delete", inner)
         except NotImplementedError:
             return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete"))
-        return self._deleted(prefix, result)
-
-    async def adelete(self, file_path: str) -> DeleteResult:
-        """Async `delete`."""
-        routed = self._route_delete(file_path)
-        if isinstance(routed, DeleteResult):
-            return routed
-        prefix, child, inner = routed
-        try:
-            adelete = getattr(child, "adelete", None)
-            result = await adelete(inner) if adelete is not None else child.delete(inner)
-        except NotImplementedError:
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete"))
-        return self._deleted(prefix, result)
+        return self._changed(prefix, result)
 
     # -- moving files in and out -----------------------------------------------------
 
@@ -541,7 +452,7 @@ class CompositeBackend(BackendBase):
             return ErrorKind.INVALID
         return ErrorKind.IS_DIRECTORY
 
-    def upload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
+    def _upload_files(self, files: list[tuple[str, bytes]]) -> Plan[UploadResults]:
         """Upload each file to the backend that serves its path; one response per file.
 
         Files are grouped per route and each backend gets one call; a backend that cannot
@@ -554,26 +465,8 @@ class CompositeBackend(BackendBase):
         for prefix, batch in batches.items():
             payload = [(inner, files[index][1]) for index, inner in batch]
             try:
-                got = children[prefix].upload_files(payload)
-            except (AttributeError, NotImplementedError):
-                got = []
-            self._place_uploads(prefix, files, batch, got, answers, update)
-        return self._uploads(files, answers, update)
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
-        """Async `upload_files`."""
-        children, batches = self._batches([path for path, _ in files], new_file=True)
-        answers: dict[int, FileUploadResponse] = {}
-        update: FilesUpdate = {}
-        for prefix, batch in batches.items():
-            payload = [(inner, files[index][1]) for index, inner in batch]
-            child = children[prefix]
-            try:
-                aupload = getattr(child, "aupload_files", None)
-                got = (
-                    await aupload(payload) if aupload is not None else child.upload_files(payload)
-                )
-            except (AttributeError, NotImplementedError):
+                got = yield call(children[prefix], "upload_files", payload)
+            except NotImplementedError:
                 got = []
             self._place_uploads(prefix, files, batch, got, answers, update)
         return self._uploads(files, answers, update)
@@ -605,35 +498,16 @@ class CompositeBackend(BackendBase):
         ]
         return UploadResults(responses, files_update=update or None)
 
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+    def _download_files(self, paths: list[str]) -> Plan[list[FileDownloadResponse]]:
         """Download each path from the backend that serves it; one response per path."""
         children, batches = self._batches(paths, new_file=False)
         answers: dict[int, FileDownloadResponse] = {}
         for prefix, batch in batches.items():
             try:
-                got = list(children[prefix].download_files([inner for _, inner in batch]))
-            except (AttributeError, NotImplementedError):
+                got = yield call(children[prefix], "download_files", [inner for _, inner in batch])
+            except NotImplementedError:
                 got = []
-            self._place_downloads(paths, batch, got, answers)
-        return self._downloads(paths, answers)
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`."""
-        children, batches = self._batches(paths, new_file=False)
-        answers: dict[int, FileDownloadResponse] = {}
-        for prefix, batch in batches.items():
-            child = children[prefix]
-            inners = [inner for _, inner in batch]
-            try:
-                adownload = getattr(child, "adownload_files", None)
-                got = list(
-                    await adownload(inners)
-                    if adownload is not None
-                    else child.download_files(inners)
-                )
-            except (AttributeError, NotImplementedError):
-                got = []
-            self._place_downloads(paths, batch, got, answers)
+            self._place_downloads(paths, batch, list(got), answers)
         return self._downloads(paths, answers)
 
     @staticmethod
@@ -672,22 +546,13 @@ class CompositeBackend(BackendBase):
 
     def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
         """Run `command` in the default backend (the sandbox); routes are not visible there."""
-        if not self.can_execute:
-            return ExecuteResponse(
-                output="Error: this filesystem cannot run commands.", exit_code=None
-            )
-        sandbox = cast("SandboxBackendProtocol", self.default)  # can_execute: it has execute
-        if timeout is not None and execute_accepts_timeout(type(sandbox)):
-            return sandbox.execute(command, timeout=timeout)
-        return sandbox.execute(command)
+        return self._perform("execute", command, timeout=timeout)
 
     async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
         """Async `execute`."""
+        return await self._async("execute", command, timeout=timeout)
+
+    def _execute(self, command: str, timeout: int | None) -> Plan[ExecuteResponse]:
         if not self.can_execute:
-            return self.execute(command, timeout=timeout)
-        aexecute = getattr(self.default, "aexecute", None)
-        if aexecute is None:
-            return self.execute(command, timeout=timeout)
-        if timeout is not None and accepts_keyword(type(self.default), "aexecute", "timeout"):
-            return await aexecute(command, timeout=timeout)
-        return await aexecute(command)
+            raise OperationFailed(BackendError(ErrorKind.UNSUPPORTED, detail="execute"))
+        return (yield call(self.default, "execute", command, timeout=timeout))

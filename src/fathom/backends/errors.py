@@ -5,8 +5,11 @@ whose `error` is a `BackendError` (a kind, the path, and the facts the wording n
 words the model reads are written once, by the tool layer (`fathom.middleware.filesystem.answers`),
 so that no layer above the backends has to recognise an error by its text.
 
-A backend written for the Deep Agents API may still put plain text in `error`; every
-consumer accepts both (`error_kind` of a string is `None`, and the text is shown as is).
+A backend written for the Deep Agents API puts plain text in `error`: wrapped at the edge
+(`fathom.backends.protocol.as_backend`), its text becomes a `BackendError` whose `message` is
+that text, shown as it is (so is a policy's refusal). A result of a backend subclassed from
+fathom's classes is passed on as it came, so consumers still accept text (`error_kind` of a
+string is `None` unless it is an `ErrorKind` value).
 
 The kinds whose values are `file_not_found`, `permission_denied`, `is_directory` and
 `invalid_path` are the reference API's `FileOperationError` values, which
@@ -84,6 +87,8 @@ class BackendError:
             `TOO_LARGE`: the size in bytes).
         limit: The bound that was passed (`TOO_LARGE`: the backend's limit in bytes;
             `LIMIT`: the bound's value).
+        message: Words to show as they are, instead of the tool layer's: a policy's
+            refusal, or the text error of a backend written for the reference API.
     """
 
     kind: ErrorKind
@@ -91,9 +96,13 @@ class BackendError:
     detail: str | None = None
     count: int | None = None
     limit: int | None = None
+    message: str | None = None
 
     def __str__(self) -> str:
-        """A short, neutral rendering for logs; the tool layer writes the model's text."""
+        """`message` when there is one, else a short, neutral rendering for logs (the tool
+        layer writes the model's text)."""
+        if self.message is not None:
+            return self.message
         parts = [self.kind.value]
         if self.path is not None:
             parts.append(self.path)

@@ -45,6 +45,7 @@ from fathom.backends.utils import (
     read_window,
     text_view,
 )
+from fathom.errors import FathomError
 
 __all__ = ["FilesystemBackend"]
 
@@ -198,7 +199,7 @@ class _Target:
         return self.shown if self.shown.endswith("/") else self.shown + "/"
 
 
-class _NotRegular(Exception):
+class _NotRegular(FathomError):
     """The path is a directory, FIFO, device or socket, not a regular file."""
 
     def __init__(self, is_dir: bool) -> None:
@@ -206,7 +207,7 @@ class _NotRegular(Exception):
         self.is_dir = is_dir
 
 
-class _TooLarge(Exception):
+class _TooLarge(FathomError):
     """The file is over the size limit."""
 
     def __init__(self, size: int) -> None:
@@ -680,13 +681,8 @@ class FilesystemBackend(BackendProtocol):
         return GlobResult(matches=matches)
 
     def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
+        self, pattern: str, path: str | None = None, glob: str | None = None, *,
+        max_count: int | None = None, context_lines: int = 0,
     ) -> GrepResult:
         """Lines containing the literal `pattern` in files under `path` matching `glob`.
 

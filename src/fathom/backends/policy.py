@@ -1,13 +1,15 @@
 """Policy hooks: veto or rewrite a file operation before it reaches a backend.
 
 A `BackendPolicy` sees every operation as a `FileOperation` and answers with `None` (go
-ahead), a message (refused: the model gets it as the tool's error), or a changed
+ahead), a refusal (a `BackendError`, or a message: the result's error is then a
+`PERMISSION` error whose `message` the model gets as the tool's answer), or a changed
 operation (for example content with secrets masked). `can_see` hides paths from `ls`,
 `glob` and `grep` results. `PolicyBackend` wraps any backend with a list of policies;
 fathom's filesystem permissions are one such policy.
 
 For checks that need the backend's own logic, subclassing a backend and overriding
-`write`/`edit` works as well: fathom's async methods call the sync ones.
+`write`/`edit` works as well: fathom's async methods call the sync ones. `PolicyBackend`
+writes each operation once, as a plan (`PlannedBackend`).
 """
 
 from __future__ import annotations
@@ -18,21 +20,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Self, cast
 
 from fathom.backends._paths import PathError, normalize_path
-from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.protocol import (
     BackendProtocol,
     DeleteResult,
-    EditResult,
     FileDownloadResponse,
     FileUploadResponse,
     GlobResult,
     GrepResult,
     LsResult,
-    ReadResult,
-    WriteResult,
-    accepts_keyword,
+    Plan,
+    PlannedBackend,
+    UploadResults,
+    adopt,
+    call,
     cap_grep,
+    error_result,
     resolve_backend,
     supports_delete,
 )
@@ -99,12 +102,12 @@ class FileOperation:
 class BackendPolicy:
     """Base class for policy hooks; override what you need."""
 
-    def check(self, operation: FileOperation) -> FileOperation | str | None:
-        """`None` to allow, a message to refuse, or a rewritten operation to run instead.
+    def check(self, operation: FileOperation) -> FileOperation | BackendError | str | None:
+        """`None` to allow, a refusal, or a rewritten operation to run instead.
 
-        A refusal's message is the policy's own words for the model: `PolicyBackend`
-        returns it as the result's `error` unchanged (text, like a backend written for the
-        Deep Agents API), and the tool shows it as is.
+        A refusal is a `BackendError`, or a message: the policy's own words for the model,
+        which `PolicyBackend` returns as a `PERMISSION` error with that `message` (the tool
+        shows it as is).
         """
         return None
 
@@ -113,10 +116,13 @@ class BackendPolicy:
         return True
 
 
-class PolicyBackend(BackendBase):
+class PolicyBackend(PlannedBackend):
     """A backend whose operations pass through `policies`, in order, before `inner`.
 
-    The first refusal wins and `inner` is never called for a refused operation.
+    The first refusal wins and `inner` is never called for a refused operation: the result
+    carries the refusal as its error, an upload or download answers the refused file with
+    the refusal's kind (`permission_denied`). A policy may rewrite an upload (the bytes, or
+    the path); the admitted files go to `inner` in one call.
     """
 
     def __init__(
@@ -124,7 +130,7 @@ class PolicyBackend(BackendBase):
         inner: BackendProtocol | Callable[[Any], BackendProtocol],
         policies: Sequence[BackendPolicy],
     ) -> None:
-        self.inner = inner
+        self.inner = adopt(inner)
         self.policies = list(policies)
 
     def bind(self, runtime: Any) -> Self:
@@ -140,17 +146,19 @@ class PolicyBackend(BackendBase):
                 f"PolicyBackend wraps the backend factory {inner!r}: call "
                 "bind(runtime) and use the PolicyBackend it returns"
             )
-        return cast("BackendProtocol", inner)  # a backend, possibly duck-typed
+        return cast("BackendProtocol", inner)
 
     def _resolve(self, path: str) -> str | None:
         resolve = getattr(self.inner, "resolved_path", None)
         return resolve(path) if resolve is not None else None
 
-    def _admit(self, operation: FileOperation) -> FileOperation | str:
+    def _admit(self, operation: FileOperation) -> FileOperation | BackendError:
         operation = replace(operation, resolved_path=self._resolve(operation.path))
         for policy in self.policies:
             outcome = policy.check(operation)
             if isinstance(outcome, str):
+                return BackendError(ErrorKind.PERMISSION, operation.path, message=outcome)
+            if isinstance(outcome, BackendError):
                 return outcome
             if isinstance(outcome, FileOperation):
                 operation = outcome
@@ -186,256 +194,91 @@ class PolicyBackend(BackendBase):
 
     # -- operations ----------------------------------------------------------------------
 
-    def ls(self, path: str) -> LsResult:
-        op = self._admit(FileOperation("ls", path))
-        if isinstance(op, str):
-            return LsResult(error=op)
-        return self._filter_ls(self._backend.ls(op.path))
+    def _admitted(self, operation: FileOperation, *order: str, **kwargs: Any) -> Plan[Any]:
+        """`operation` as the policies let it through, sent to `inner` with its arguments
+        in `order` (`"path"` is the operation's path) and `kwargs`; a refusal is the
+        result's error."""
+        op = self._admit(operation)
+        if isinstance(op, BackendError):
+            return error_result(operation.name, (), op)
+        args = [op.path if key == "path" else op.arguments[key] for key in order]
+        return (yield call(self._backend, operation.name, *args, **kwargs))
 
-    async def als(self, path: str) -> LsResult:
-        op = self._admit(FileOperation("ls", path))
-        if isinstance(op, str):
-            return LsResult(error=op)
-        return self._filter_ls(await self._backend.als(op.path))
+    def _ls(self, path: str) -> Plan[LsResult]:
+        return self._filter_ls((yield from self._admitted(FileOperation("ls", path), "path")))
 
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        op = self._admit(FileOperation("read", file_path, {"offset": offset, "limit": limit}))
-        if isinstance(op, str):
-            return ReadResult(error=op)
-        return self._backend.read(op.path, op.arguments["offset"], op.arguments["limit"])
+    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Plan[Any]:
+        operation = FileOperation("read", file_path, {"offset": offset, "limit": limit})
+        return (yield from self._admitted(operation, "path", "offset", "limit"))
 
-    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        op = self._admit(FileOperation("read", file_path, {"offset": offset, "limit": limit}))
-        if isinstance(op, str):
-            return ReadResult(error=op)
-        return await self._backend.aread(op.path, op.arguments["offset"], op.arguments["limit"])
-
-    def _grep_op(self, pattern: str, path: str | None, glob: str | None) -> FileOperation | str:
-        return self._admit(
-            FileOperation("grep", path or "/", {"pattern": pattern, "glob": glob})
-        )
-
-    def _grep_kwargs(self, method: str, max_count: int | None, context_lines: int) -> dict:
-        kwargs: dict[str, Any] = {}
-        if max_count is not None and accepts_keyword(type(self.inner), method, "max_count"):
-            kwargs["max_count"] = max_count
-        if context_lines > 0 and accepts_keyword(type(self.inner), method, "context_lines"):
-            kwargs["context_lines"] = context_lines
-        return kwargs
-
-    def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        op = self._grep_op(pattern, path, glob)
-        if isinstance(op, str):
-            return GrepResult(error=op)
-        args = op.arguments
-        kwargs = self._grep_kwargs("grep", max_count, context_lines)
-        result = self._backend.grep(args["pattern"], op.path, args["glob"], **kwargs)
+    def _grep(
+        self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
+        context_lines: int,
+    ) -> Plan[GrepResult]:
+        operation = FileOperation("grep", path or "/", {"pattern": pattern, "glob": glob})
+        kwargs = {"max_count": max_count, "context_lines": context_lines}
+        result = yield from self._admitted(operation, "pattern", "path", "glob", **kwargs)
         return cap_grep(self._filter_grep(result), max_count)
 
-    async def agrep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        op = self._grep_op(pattern, path, glob)
-        if isinstance(op, str):
-            return GrepResult(error=op)
-        args = op.arguments
-        kwargs = self._grep_kwargs("agrep", max_count, context_lines)
-        result = await self._backend.agrep(args["pattern"], op.path, args["glob"], **kwargs)
-        return cap_grep(self._filter_grep(result), max_count)
+    def _glob(self, pattern: str, path: str | None = None) -> Plan[GlobResult]:
+        operation = FileOperation("glob", path or "/", {"pattern": pattern})
+        return self._filter_glob((yield from self._admitted(operation, "pattern", "path")))
 
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        op = self._admit(FileOperation("glob", path or "/", {"pattern": pattern}))
-        if isinstance(op, str):
-            return GlobResult(error=op)
-        return self._filter_glob(self._backend.glob(op.arguments["pattern"], op.path))
+    def _write(self, file_path: str, content: str) -> Plan[Any]:
+        operation = FileOperation("write", file_path, {"content": content})
+        return (yield from self._admitted(operation, "path", "content"))
 
-    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
-        op = self._admit(FileOperation("glob", path or "/", {"pattern": pattern}))
-        if isinstance(op, str):
-            return GlobResult(error=op)
-        return self._filter_glob(await self._backend.aglob(op.arguments["pattern"], op.path))
-
-    def write(self, file_path: str, content: str) -> WriteResult:
-        op = self._admit(FileOperation("write", file_path, {"content": content}))
-        if isinstance(op, str):
-            return WriteResult(error=op)
-        return self._backend.write(op.path, op.arguments["content"])
-
-    async def awrite(self, file_path: str, content: str) -> WriteResult:
-        op = self._admit(FileOperation("write", file_path, {"content": content}))
-        if isinstance(op, str):
-            return WriteResult(error=op)
-        return await self._backend.awrite(op.path, op.arguments["content"])
-
-    def _edit_op(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool
-    ) -> FileOperation | str:
+    def _edit(
+        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> Plan[Any]:
         arguments = {"old_string": old_string, "new_string": new_string, "replace_all": replace_all}
-        return self._admit(FileOperation("edit", file_path, arguments))
+        operation = FileOperation("edit", file_path, arguments)
+        return (yield from self._admitted(operation, "path", *arguments))
 
-    def edit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        op = self._edit_op(file_path, old_string, new_string, replace_all)
-        if isinstance(op, str):
-            return EditResult(error=op)
-        a = op.arguments
-        return self._backend.edit(op.path, a["old_string"], a["new_string"], a["replace_all"])
-
-    async def aedit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        op = self._edit_op(file_path, old_string, new_string, replace_all)
-        if isinstance(op, str):
-            return EditResult(error=op)
-        a = op.arguments
-        inner = self._backend
-        return await inner.aedit(op.path, a["old_string"], a["new_string"], a["replace_all"])
-
-    def _delete_op(self, file_path: str, listing: LsResult | None) -> FileOperation | str:
+    def _delete(self, file_path: str) -> Plan[DeleteResult]:
         """The delete as policies see it: `arguments["directory"]` says whether the target
         is a directory (its whole subtree goes), from the inner backend's listing."""
-        return self._admit(
-            FileOperation("delete", file_path, {"directory": _names_directory(file_path, listing)})
-        )
-
-    def _probe(self, file_path: str) -> LsResult | None:
         try:
-            return self._backend.ls(file_path)
-        except Exception:  # a backend without ls: treat the target as a directory
-            return None
+            listing = yield call(self._backend, "ls", file_path)
+        except NotImplementedError:  # a backend without ls: treat the target as a directory
+            listing = None
+        directory = _names_directory(file_path, listing)
+        op = self._admit(FileOperation("delete", file_path, {"directory": directory}))
+        if isinstance(op, BackendError):
+            return DeleteResult(error=op)
+        if not supports_delete(self.inner):
+            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, op.path, "delete"))
+        return (yield call(self._backend, "delete", op.path))
 
-    async def _aprobe(self, file_path: str) -> LsResult | None:
-        try:
-            return await self._backend.als(file_path)
-        except Exception:
-            return None
+    def _upload_files(self, files: list[tuple[str, bytes]]) -> Plan[list[FileUploadResponse]]:
+        return (yield from self._transfer("upload", files))
 
-    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Upload the files the policies admit; a refused file gets `permission_denied`.
+    def _download_files(self, paths: list[str]) -> Plan[list[FileDownloadResponse]]:
+        return (yield from self._transfer("download", paths))
 
-        A policy may rewrite an upload (`arguments["content"]`, the bytes, or the path).
-        Uploads are written as the policies let them through, one call to `inner` for all.
-        """
-        admitted, answers = self._admit_uploads(files)
-        got = self._backend.upload_files([upload for _, upload in admitted]) if admitted else []
-        return self._merge_uploads(files, admitted, answers, got)
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Async `upload_files`."""
-        admitted, answers = self._admit_uploads(files)
-        payload = [upload for _, upload in admitted]
-        got = await self._backend.aupload_files(payload) if admitted else []
-        return self._merge_uploads(files, admitted, answers, got)
-
-    def _admit_uploads(
-        self, files: list[tuple[str, bytes]]
-    ) -> tuple[list[tuple[int, tuple[str, bytes]]], dict[int, FileUploadResponse]]:
-        admitted: list[tuple[int, tuple[str, bytes]]] = []
-        answers: dict[int, FileUploadResponse] = {}
-        for index, (path, content) in enumerate(files):
-            op = self._admit(FileOperation("upload", path, {"content": content}))
-            if isinstance(op, str):
-                logger.info("upload of %s refused by a policy: %s", path, op)
-                answers[index] = FileUploadResponse(path=path, error=ErrorKind.PERMISSION)
+    def _transfer(self, name: OperationName, items: list[Any]) -> Plan[Any]:
+        """Upload (`(path, bytes)` items) or download (paths) what the policies admit, in
+        one call to `inner`; one response per item, in order."""
+        upload = name == "upload"
+        response = FileUploadResponse if upload else FileDownloadResponse
+        paths = [item[0] if upload else item for item in items]
+        answers: dict[int, Any] = {}
+        admitted: list[tuple[int, Any]] = []
+        for index, (path, item) in enumerate(zip(paths, items, strict=True)):
+            op = self._admit(FileOperation(name, path, {"content": item[1]} if upload else {}))
+            if isinstance(op, BackendError):
+                logger.info("%s of %s refused by a policy: %s", name, path, op)
+                answers[index] = response(path, error=op.kind)
             else:
-                admitted.append((index, (op.path, op.arguments["content"])))
-        return admitted, answers
-
-    @staticmethod
-    def _merge_uploads(
-        files: list[tuple[str, bytes]],
-        admitted: list[tuple[int, tuple[str, bytes]]],
-        answers: dict[int, FileUploadResponse],
-        got: list[FileUploadResponse],
-    ) -> list[FileUploadResponse]:
+                admitted.append((index, (op.path, op.arguments["content"]) if upload else op.path))
+        sent = [item for _, item in admitted]
+        got = (yield call(self._backend, f"{name}_files", sent)) if admitted else []
         for position, (index, _) in enumerate(admitted):
-            error = got[position].error if position < len(got) else ErrorKind.FAILED
-            answers[index] = FileUploadResponse(path=files[index][0], error=error)
-        responses = [answers[index] for index in range(len(files))]
+            answer = got[position] if position < len(got) else response("", error=ErrorKind.FAILED)
+            answers[index] = replace(answer, path=paths[index])
+        responses = [answers[index] for index in range(len(items))]
         update = getattr(got, "files_update", None)
-        if update is None:
-            return responses
-        from fathom.backends.state import UploadResults
-
-        return UploadResults(responses, files_update=update)
-
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Download the paths the policies admit; a refused path gets `permission_denied`."""
-        admitted, answers = self._admit_downloads(paths)
-        got = list(self._backend.download_files([p for _, p in admitted])) if admitted else []
-        return self._merge_downloads(paths, admitted, answers, got)
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`."""
-        admitted, answers = self._admit_downloads(paths)
-        inner = [p for _, p in admitted]
-        got = list(await self._backend.adownload_files(inner)) if admitted else []
-        return self._merge_downloads(paths, admitted, answers, got)
-
-    def _admit_downloads(
-        self, paths: list[str]
-    ) -> tuple[list[tuple[int, str]], dict[int, FileDownloadResponse]]:
-        admitted: list[tuple[int, str]] = []
-        answers: dict[int, FileDownloadResponse] = {}
-        for index, path in enumerate(paths):
-            op = self._admit(FileOperation("download", path))
-            if isinstance(op, str):
-                logger.info("download of %s refused by a policy: %s", path, op)
-                answers[index] = FileDownloadResponse(path=path, error=ErrorKind.PERMISSION)
-            else:
-                admitted.append((index, op.path))
-        return admitted, answers
-
-    @staticmethod
-    def _merge_downloads(
-        paths: list[str],
-        admitted: list[tuple[int, str]],
-        answers: dict[int, FileDownloadResponse],
-        got: list[FileDownloadResponse],
-    ) -> list[FileDownloadResponse]:
-        for position, (index, _) in enumerate(admitted):
-            if position < len(got):
-                answer = got[position]
-                answers[index] = FileDownloadResponse(
-                    path=paths[index], content=answer.content, error=answer.error
-                )
-            else:
-                answers[index] = FileDownloadResponse(path=paths[index], error=ErrorKind.FAILED)
-        return [answers[index] for index in range(len(paths))]
-
-    def delete(self, file_path: str) -> DeleteResult:
-        op = self._delete_op(file_path, self._probe(file_path))
-        if isinstance(op, str):
-            return DeleteResult(error=op)
-        if not supports_delete(self.inner):
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, op.path, "delete"))
-        return self._backend.delete(op.path)
-
-    async def adelete(self, file_path: str) -> DeleteResult:
-        op = self._delete_op(file_path, await self._aprobe(file_path))
-        if isinstance(op, str):
-            return DeleteResult(error=op)
-        if not supports_delete(self.inner):
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, op.path, "delete"))
-        adelete = getattr(self.inner, "adelete", None)
-        if adelete is None:
-            return self._backend.delete(op.path)
-        return await adelete(op.path)
+        return responses if update is None else UploadResults(responses, files_update=update)
 
 
 def _names_directory(file_path: str, listing: LsResult | None) -> bool:

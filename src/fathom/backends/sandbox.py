@@ -3,7 +3,8 @@
 A sandbox integration (a hosted container, a VM, a remote shell) usually offers one
 primitive: run a command and return its output. Subclass `BaseSandbox`, write `execute`
 (and `id`), and `ls`, `read`, `write`, `edit`, `glob`, `grep`, `delete`, `upload_files` and
-`download_files`, with their async twins over `aexecute`, are built on it.
+`download_files`, with their async twins over `aexecute`, are built on it: each is one plan
+(`PlannedBackend`) that yields the requests it sends and receives the program's replies.
 
 How the operations travel, so that no file name or content can reach the shell as text:
 
@@ -37,11 +38,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
 import secrets
 import shlex
 from abc import abstractmethod
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any, TypeVar
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
@@ -58,9 +58,14 @@ from fathom.backends.protocol import (
     GrepMatch,
     GrepResult,
     LsResult,
+    OperationFailed,
+    Plan,
+    PlannedBackend,
     ReadResult,
     SandboxBackendProtocol,
     WriteResult,
+    adrive,
+    drive,
 )
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
@@ -72,8 +77,6 @@ from fathom.backends.utils import (
 )
 
 __all__ = ["BaseSandbox"]
-
-logger = logging.getLogger(__name__)
 
 _MARK = "@@fathom-sandbox-reply@@"
 
@@ -342,15 +345,7 @@ def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
         return BackendError(ErrorKind.FAILED, path, f"{kind}: {detail}")
 
 
-class _Failed(Exception):
-    """The sandbox did not answer (no python3, cut output, a crash): `error` says why."""
-
-    def __init__(self, error: BackendError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class BaseSandbox(SandboxBackendProtocol):
+class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
     """A sandbox backend whose file operations all run through `execute`.
 
     Subclasses write `execute(command, *, timeout=None) -> ExecuteResponse` (and should
@@ -358,7 +353,18 @@ class BaseSandbox(SandboxBackendProtocol):
     Everything else is built on them (see the module docstring for how requests travel
     safely). A subclass with a faster native transfer may override `upload_files` /
     `download_files` (and their async twins); `write`, `read`, `edit` and `delete` keep
-    using the program.
+    using the program. When the sandbox gives no answer (no `python3`, cut output), an
+    operation fails with a `FAILED` error (a transfer: each file, logged).
+
+    What the operations do: `ls` lists the entries directly under a path (a file lists
+    itself); `read` pages like every backend's read, binary files come back whole (base64)
+    and files over `max_file_size_bytes` are `TOO_LARGE`; `write` creates the file (and
+    missing parent directories) or replaces it; `edit` replaces the file only if nobody
+    changed it since it was read (else `CHANGED`); `delete` removes a file, a symlink
+    itself, or a directory with all under it (not `/`); `glob` matches paths relative to
+    the searched directory with fathom's glob dialect; `grep` finds a literal string,
+    passing over `grep_exclude_dirs`, symlinks and binary files, and names files over
+    `MAX_EDIT_BYTES` in `skipped`.
 
     Class attributes a subclass may set:
 
@@ -390,12 +396,6 @@ class BaseSandbox(SandboxBackendProtocol):
             found = vars(self)["_fathom_id"] = f"sandbox-{secrets.token_hex(6)}"
         return found
 
-    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
-        """Async `execute` (default: `execute` in a worker thread)."""
-        import asyncio
-
-        return await asyncio.to_thread(lambda: self.execute(command, timeout=timeout))
-
     # ------------------------------------------------------------------ transport
 
     def _command(self, request: dict[str, Any]) -> str:
@@ -423,45 +423,23 @@ class BaseSandbox(SandboxBackendProtocol):
                 break
         output = response.output.strip()
         if response.exit_code == 127 or "python3: not found" in output:
-            raise _Failed(BackendError(ErrorKind.FAILED, detail=_NO_PYTHON))
+            raise OperationFailed(BackendError(ErrorKind.FAILED, detail=_NO_PYTHON))
         shown = output[:300] + ("..." if len(output) > 300 else "")
-        raise _Failed(
+        raise OperationFailed(
             BackendError(
                 ErrorKind.FAILED,
                 detail=f"the sandbox gave no answer (exit code {response.exit_code}): {shown}",
             )
         )
 
-    def _drive(self, step: _Step[T]) -> T:
-        try:
-            request = next(step)
-            while True:
-                request = step.send(self._reply(self.execute(self._command(request))))
-        except StopIteration as done:
-            return done.value
+    def _run(self, plan: Plan[T]) -> T:
+        return drive(plan, lambda request: self._reply(self.execute(self._command(request))))
 
-    async def _adrive(self, step: _Step[T]) -> T:
-        try:
-            request = next(step)
-            while True:
-                response = await self.aexecute(self._command(request))
-                request = step.send(self._reply(response))
-        except StopIteration as done:
-            return done.value
+    async def _arun(self, plan: Plan[T]) -> T:
+        return await adrive(plan, self._asend)
 
-    def _sync(self, make: Callable[[], _Step[T]], fail: Callable[[BackendError], T]) -> T:
-        try:
-            return self._drive(make())
-        except _Failed as failed:
-            return fail(failed.error)
-
-    async def _async(
-        self, make: Callable[[], _Step[T]], fail: Callable[[BackendError], T]
-    ) -> T:
-        try:
-            return await self._adrive(make())
-        except _Failed as failed:
-            return fail(failed.error)
+    async def _asend(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._reply(await self.aexecute(self._command(request)))
 
     @staticmethod
     def _relative(path: str) -> str:
@@ -660,7 +638,7 @@ class BaseSandbox(SandboxBackendProtocol):
             return GrepResult(error=pattern_error(glob, error))
         return GrepResult(matches=matches, skipped=skipped or None)
 
-    def _upload(self, files: list[tuple[str, bytes]]) -> _Step[list[FileUploadResponse]]:
+    def _upload_files(self, files: list[tuple[str, bytes]]) -> _Step[list[FileUploadResponse]]:
         responses = []
         for path, content in files:
             try:
@@ -675,7 +653,7 @@ class BaseSandbox(SandboxBackendProtocol):
             responses.append(FileUploadResponse(path, error=error.kind if error else None))
         return responses
 
-    def _download(self, paths: list[str]) -> _Step[list[FileDownloadResponse]]:
+    def _download_files(self, paths: list[str]) -> _Step[list[FileDownloadResponse]]:
         responses = []
         for path in paths:
             try:
@@ -689,134 +667,6 @@ class BaseSandbox(SandboxBackendProtocol):
             else:
                 responses.append(FileDownloadResponse(path, content=got))
         return responses
-
-    # ------------------------------------------------------------------ the protocol
-
-    def ls(self, path: str) -> LsResult:
-        """Entries directly under `path` (a file lists itself), sorted by path."""
-        return self._sync(lambda: self._ls(path), lambda e: LsResult(error=e))
-
-    async def als(self, path: str) -> LsResult:
-        """Async `ls`, over `aexecute`."""
-        return await self._async(lambda: self._ls(path), lambda e: LsResult(error=e))
-
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """`limit` lines from the 0-based line `offset`, paged like every backend's read;
-        binary files come back whole (base64). Files over `max_file_size_bytes`:
-        `TOO_LARGE`."""
-        return self._sync(
-            lambda: self._read(file_path, offset, limit), lambda e: ReadResult(error=e)
-        )
-
-    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """Async `read`, over `aexecute`."""
-        return await self._async(
-            lambda: self._read(file_path, offset, limit), lambda e: ReadResult(error=e)
-        )
-
-    def write(self, file_path: str, content: str) -> WriteResult:
-        """Create the file (and missing parent directories) or replace its content."""
-        return self._sync(lambda: self._write(file_path, content), lambda e: WriteResult(error=e))
-
-    async def awrite(self, file_path: str, content: str) -> WriteResult:
-        """Async `write`, over `aexecute`."""
-        return await self._async(
-            lambda: self._write(file_path, content), lambda e: WriteResult(error=e)
-        )
-
-    def edit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        """Replace `old_string` with `new_string`; the file is replaced only if nobody
-        changed it since it was read (else `CHANGED`)."""
-        return self._sync(
-            lambda: self._edit(file_path, old_string, new_string, replace_all),
-            lambda e: EditResult(error=e),
-        )
-
-    async def aedit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        """Async `edit`, over `aexecute`."""
-        return await self._async(
-            lambda: self._edit(file_path, old_string, new_string, replace_all),
-            lambda e: EditResult(error=e),
-        )
-
-    def delete(self, file_path: str) -> DeleteResult:
-        """Remove a file, a symlink itself, or a directory with all under it (not `/`)."""
-        return self._sync(lambda: self._delete(file_path), lambda e: DeleteResult(error=e))
-
-    async def adelete(self, file_path: str) -> DeleteResult:
-        """Async `delete`, over `aexecute`."""
-        return await self._async(lambda: self._delete(file_path), lambda e: DeleteResult(error=e))
-
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Files under `path` whose path relative to it matches `pattern` (fathom's glob
-        dialect), sorted by path."""
-        return self._sync(lambda: self._glob(pattern, path), lambda e: GlobResult(error=e))
-
-    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Async `glob`, over `aexecute`."""
-        return await self._async(lambda: self._glob(pattern, path), lambda e: GlobResult(error=e))
-
-    def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        """Lines containing the literal `pattern` under `path`, in files matching `glob`;
-        directories named in `grep_exclude_dirs`, symlinks and binary files are passed
-        over, files over `MAX_EDIT_BYTES` are named in `skipped`."""
-        return self._sync(
-            lambda: self._grep(pattern, path, glob, max_count, context_lines),
-            lambda e: GrepResult(error=e),
-        )
-
-    async def agrep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        """Async `grep`, over `aexecute`."""
-        return await self._async(
-            lambda: self._grep(pattern, path, glob, max_count, context_lines),
-            lambda e: GrepResult(error=e),
-        )
-
-    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Write each `(path, bytes)`, replacing existing files; one response per file."""
-        return self._sync(lambda: self._upload(files), lambda e: _all_failed(files, e))
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Async `upload_files`, over `aexecute`."""
-        return await self._async(lambda: self._upload(files), lambda e: _all_failed(files, e))
-
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Each path's bytes (any size); one response per path."""
-        return self._sync(lambda: self._download(paths), lambda e: _none_read(paths, e))
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`, over `aexecute`."""
-        return await self._async(lambda: self._download(paths), lambda e: _none_read(paths, e))
-
-
-def _all_failed(files: list[tuple[str, bytes]], error: BackendError) -> list[FileUploadResponse]:
-    logger.warning("upload to the sandbox failed: %s", error)
-    return [FileUploadResponse(path, error=ErrorKind.FAILED) for path, _ in files]
-
-
-def _none_read(paths: list[str], error: BackendError) -> list[FileDownloadResponse]:
-    logger.warning("download from the sandbox failed: %s", error)
-    return [FileDownloadResponse(path, error=ErrorKind.FAILED) for path in paths]
 
 
 def _matches(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Self
 
 from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
@@ -22,6 +22,7 @@ from fathom.backends.protocol import (
     GrepResult,
     LsResult,
     ReadResult,
+    UploadResults,
     WriteResult,
 )
 from fathom.backends.utils import (
@@ -69,7 +70,7 @@ def _files_of_current_step() -> Mapping[str, FileData]:
         return {}
     try:
         return read("files", True) or {}
-    except Exception:  # a graph without a files channel
+    except KeyError:  # a graph without a files channel
         return {}
 
 
@@ -150,10 +151,14 @@ class StateBackend(BackendBase):
             return ReadResult(error=invalid_path(file_path, error))
         data = self.files.get(path)
         if data is None:
-            if path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in self.files):
-                return ReadResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
-            return ReadResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+            return ReadResult(error=self._no_file(path))
         return read_window(data, offset, limit, path)
+
+    def _no_file(self, path: str) -> BackendError:
+        """Why no file is at `path`: it is a directory, or nothing is there."""
+        if path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+            return BackendError(ErrorKind.IS_DIRECTORY, path)
+        return BackendError(ErrorKind.NOT_FOUND, path)
 
     def _under(self, directory: str) -> list[tuple[str, FileData]]:
         return sorted(
@@ -163,13 +168,8 @@ class StateBackend(BackendBase):
         )
 
     def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
+        self, pattern: str, path: str | None = None, glob: str | None = None, *,
+        max_count: int | None = None, context_lines: int = 0,
     ) -> GrepResult:
         """Lines containing the literal `pattern` (see `BackendProtocol.grep`); with
         `context_lines=N` each match carries N lines of context on each side."""
@@ -229,9 +229,7 @@ class StateBackend(BackendBase):
             return EditResult(error=invalid_path(file_path, error))
         data = self.files.get(path)
         if data is None:
-            if path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in self.files):
-                return EditResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
-            return EditResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+            return EditResult(error=self._no_file(path))
         outcome = edit_text(path, data, old_string, new_string, replace_all)
         if isinstance(outcome, EditResult):
             return outcome
@@ -282,36 +280,13 @@ class StateBackend(BackendBase):
             _send_files_of_current_step(outer)
         return results
 
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
-        """Async `upload_files` (in memory, so it runs inline)."""
-        return self.upload_files(files)
-
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """The bytes of each path, or `file_not_found` / `is_directory` / `invalid_path`."""
         return download_from(self.files, paths)
 
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files` (in memory, so it runs inline)."""
-        return self.download_files(paths)
-
     def _outer(self, path: str) -> str:
         """The full state path of a path of this (possibly mounted) view."""
         return path if self._mount == "/" else self._mount.rstrip("/") + path
-
-
-class UploadResults(list[FileUploadResponse]):
-    """The responses of `upload_files`, one per file in input order, plus the state change.
-
-    A plain list for every caller written for the reference API. In-state backends also
-    set `files_update` (path -> `FileData`) for the `files` channel, as `write` does;
-    backends with their own storage leave it `None`.
-    """
-
-    def __init__(
-        self, responses: Iterable[FileUploadResponse] = (), files_update: FilesUpdate | None = None
-    ) -> None:
-        super().__init__(responses)
-        self.files_update = files_update
 
 
 def files_under(files: Mapping[str, Any], path: str) -> list[str]:
@@ -391,7 +366,7 @@ def _send_files_of_current_step(update: FilesUpdate) -> bool:
         return False
     try:
         read("files", True)
-    except Exception:  # a graph without a files channel
+    except KeyError:  # a graph without a files channel
         return False
     send([("files", update)])
     return True

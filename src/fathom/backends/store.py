@@ -4,10 +4,10 @@ Each file is one store item: the key is the file's normalised absolute path and 
 is its `FileData` (`content`, `encoding`, `created_at`, `modified_at`). Directories are not
 stored; they exist while some key lies under them, as in `StateBackend`.
 
-Every operation is written once, as a plan: a generator that yields the store reads and
-writes it needs (`_Get`, `_ListAll`, `_Put`, `_Remove`) and returns the result. The sync
-methods run a plan with the store's sync API and the async methods with its async API
-(`aget`, `aput`, `adelete`, `asearch`), so both share one body. The decisions themselves
+Every operation is written once, as a plan (`PlannedBackend`): a generator that yields the
+store reads and writes it needs (`_Get`, `_Page`, `_Put`, `_Remove`) and returns the result.
+The sync methods run a plan with the store's sync API and the async methods with its async
+API (`aget`, `aput`, `adelete`, `asearch`), so both share one body. The decisions themselves
 (what `ls` lists, what `edit` refuses, every message) are `StateBackend`'s, applied to the
 files fetched from the store.
 """
@@ -15,11 +15,12 @@ files fetched from the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import re
 import warnings
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
@@ -27,7 +28,6 @@ from typing import Any, Self, TypeVar
 from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
 
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
-from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import (
     DeleteResult,
@@ -38,8 +38,13 @@ from fathom.backends.protocol import (
     GlobResult,
     GrepResult,
     LsResult,
+    OperationFailed,
+    Plan,
+    PlannedBackend,
     ReadResult,
     WriteResult,
+    adrive,
+    drive,
 )
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
 from fathom.backends.utils import file_bytes, invalid_path, read_window
@@ -88,7 +93,6 @@ _COMPONENT = re.compile(r"[A-Za-z0-9\-_.@+:~]+")
 _ALLOWED_CHAR = re.compile(r"[A-Za-z0-9\-_.@+:~]")
 
 R = TypeVar("R")
-
 logger = logging.getLogger(__name__)
 
 
@@ -334,8 +338,11 @@ class _Get:
 
 
 @dataclass(frozen=True)
-class _ListAll:
-    """Fetch every item of the namespace; the plan receives a `_Listing`."""
+class _Page:
+    """Fetch `PAGE_SIZE` items of the namespace from `offset`; the plan receives how many
+    the store gave and those of exactly the namespace (see `_list_all`)."""
+
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -349,7 +356,19 @@ class _Remove:
     key: str
 
 
-_Op = _Get | _ListAll | _Put | _Remove
+_Op = _Get | _Page | _Put | _Remove
+
+
+def _list_all() -> Generator[_Op, Any, _Listing]:
+    """Every item of the namespace, a page at a time."""
+    items: list[Item] = []
+    offset = 0
+    while True:
+        size, own = yield _Page(offset)
+        items.extend(own)
+        if size < PAGE_SIZE:
+            return _listing(items)
+        offset += size
 
 
 def _ls_plan(path: str) -> Generator[_Op, Any, LsResult]:
@@ -357,7 +376,7 @@ def _ls_plan(path: str) -> Generator[_Op, Any, LsResult]:
         normalize_dir(path)
     except PathError as error:
         return LsResult(error=invalid_path(path, error))
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     result = listing.for_listing().ls(path)
     return LsResult(error=result.error, entries=listing.strip(result.entries))
 
@@ -369,7 +388,7 @@ def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, R
         return ReadResult(error=invalid_path(file_path, error))
     item: Item | None = yield _Get(path)
     if item is None:
-        listing: _Listing = yield _ListAll()
+        listing = yield from _list_all()
         return listing.for_listing().read(path, offset, limit)
     data = _file_data(item)
     if data is None:
@@ -384,7 +403,7 @@ def _grep_plan(
         normalize_dir(path)
     except PathError as error:
         return GrepResult(error=invalid_path(path, error))
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     return _Snapshot(listing.files).grep(
         pattern, path, glob, max_count=max_count, context_lines=context_lines
     )
@@ -395,7 +414,7 @@ def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, GlobResult
         normalize_dir(path)
     except PathError as error:
         return GlobResult(error=invalid_path(path, error))
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     result = listing.for_listing().glob(pattern, path)
     return GlobResult(error=result.error, matches=listing.strip(result.matches))
 
@@ -407,7 +426,7 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult
         return WriteResult(error=invalid_path(file_path, error))
     if path == "/":
         return _Snapshot({}).write(path, content)
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     result = listing.for_listing().write(path, content)
     data = (result.files_update or {}).get(path)
     if result.error or data is None:
@@ -425,7 +444,7 @@ def _edit_plan(
         return EditResult(error=invalid_path(file_path, error))
     item: Item | None = yield _Get(path)
     if item is None:
-        listing: _Listing = yield _ListAll()  # to tell a directory from a missing file
+        listing = yield from _list_all()  # to tell a directory from a missing file
         return listing.for_listing().edit(path, old_string, new_string, replace_all)
     data = _file_data(item)
     if data is None:
@@ -446,7 +465,7 @@ def _delete_plan(file_path: str) -> Generator[_Op, Any, DeleteResult]:
         return DeleteResult(error=invalid_path(file_path, error))
     if path == "/":
         return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     doomed = files_under(dict.fromkeys([*listing.files, *listing.unreadable]), path)
     if not doomed:
         return DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
@@ -457,7 +476,7 @@ def _delete_plan(file_path: str) -> Generator[_Op, Any, DeleteResult]:
 
 def _upload_plan(files: list[tuple[str, bytes]]) -> Generator[_Op, Any, list[FileUploadResponse]]:
     """Store each accepted upload (see `plan_uploads`); one response per file."""
-    listing: _Listing = yield _ListAll()
+    listing = yield from _list_all()
     stored = {**dict.fromkeys(listing.unreadable), **listing.files}
     responses, update = plan_uploads(stored, files)
     for key, data in update.items():
@@ -484,27 +503,24 @@ def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[FileDownloadRes
                 responses.append(FileDownloadResponse(path=raw, content=file_bytes(data)))
             continue
         if listing is None:
-            fetched: _Listing = yield _ListAll()
+            fetched = yield from _list_all()
             listing = fetched
         responses.extend(download_from(listing.for_listing().files, [path]))
         responses[-1] = replace(responses[-1], path=raw)
     return responses
 
 
-def _failed_uploads(files: list[tuple[str, bytes]]) -> Callable[..., list[FileUploadResponse]]:
-    def failure(error: object) -> list[FileUploadResponse]:
-        logger.warning("StoreBackend upload failed: %s", error)
-        return [FileUploadResponse(path=path, error=ErrorKind.FAILED) for path, _ in files]
-
-    return failure
-
-
-def _failed_downloads(paths: list[str]) -> Callable[..., list[FileDownloadResponse]]:
-    def failure(error: object) -> list[FileDownloadResponse]:
-        logger.warning("StoreBackend download failed: %s", error)
-        return [FileDownloadResponse(path=path, error=ErrorKind.FAILED) for path in paths]
-
-    return failure
+_PLANS: dict[str, Callable[..., Plan[Any]]] = {
+    "ls": _ls_plan,
+    "read": _read_plan,
+    "grep": _grep_plan,
+    "glob": _glob_plan,
+    "write": _write_plan,
+    "edit": _edit_plan,
+    "delete": _delete_plan,
+    "upload_files": _upload_plan,
+    "download_files": _download_plan,
+}
 
 
 # --------------------------------------------------------------------------- the backend
@@ -515,7 +531,32 @@ def _own(items: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
     return [item for item in items if tuple(item.namespace) == namespace]
 
 
-class StoreBackend(BackendBase):
+def _request(namespace: tuple[str, ...], op: _Op) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """The store call answering `op`: the sync method's name and its arguments."""
+    if isinstance(op, _Get):
+        return "get", (namespace, op.key), {}
+    if isinstance(op, _Put):
+        return "put", (namespace, op.key, dict(op.value)), {}
+    if isinstance(op, _Remove):
+        return "delete", (namespace, op.key), {}
+    return "search", (namespace,), {"limit": PAGE_SIZE, "offset": op.offset}
+
+
+def _answer(namespace: tuple[str, ...], op: _Op, got: Any) -> Any:
+    return (len(got), _own(got, namespace)) if isinstance(op, _Page) else got
+
+
+@contextlib.contextmanager
+def _namespace_refused(namespace: tuple[str, ...]) -> Iterator[None]:
+    """A namespace the store refuses (`InvalidNamespaceError`) fails the operation."""
+    try:
+        yield
+    except InvalidNamespaceError as error:
+        detail = f"the store rejected the namespace {namespace!r}: {error}"
+        raise OperationFailed(BackendError(ErrorKind.FAILED, detail=detail)) from None
+
+
+class StoreBackend(PlannedBackend):
     """Files in a LangGraph `BaseStore`: they persist across threads and runs.
 
     Args:
@@ -541,6 +582,9 @@ class StoreBackend(BackendBase):
     `langgraph` as the first one) is an error result too.
     Writes store the file directly and return `files_update=None`. Creation is
     check-then-put, so two concurrent writers of one new path may both succeed.
+    `upload_files` stores text bytes as UTF-8 text and anything else as base64, so every
+    byte comes back from `download_files`; a store that cannot be reached fails every file
+    (`failed`, logged).
     """
 
     def __init__(
@@ -583,8 +627,10 @@ class StoreBackend(BackendBase):
         else:
             try:
                 namespace = self._namespace(NamespaceRuntime(runtime))
-            except Exception as error:
-                return BackendError(ErrorKind.FAILED, detail=_factory_failure(error, runtime))
+            except Exception as error:  # the user's factory: its failure is the result's
+                detail = _factory_failure(error, runtime)
+                logger.warning("%s", detail, exc_info=True)
+                return BackendError(ErrorKind.FAILED, detail=detail)
         problem = namespace_problem(namespace)
         if problem is not None:
             return BackendError(
@@ -594,185 +640,37 @@ class StoreBackend(BackendBase):
 
     # ----------------------------------------------------------------- running plans
 
-    @staticmethod
-    def _rejected(namespace: tuple[str, ...], error: Exception) -> BackendError:
-        return BackendError(
-            ErrorKind.FAILED, detail=f"the store rejected the namespace {namespace!r}: {error}"
-        )
+    def _plan(self, name: str, *args: Any, **kwargs: Any) -> Plan[Any]:
+        return _PLANS[name](*args, **kwargs)
 
-    def _run(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
+    def _place(self) -> tuple[BaseStore, tuple[str, ...]]:
+        target = self._target()
+        if isinstance(target, BackendError):
+            raise OperationFailed(target)
+        return target
+
+    def _run(self, plan: Plan[R]) -> R:
         """Run `plan` against the store with the sync API."""
-        target = self._target()
-        if isinstance(target, BackendError):
-            plan.close()
-            return failure(error=target)
-        store, namespace = target
-        try:
-            op = next(plan)
-            while True:
-                op = plan.send(self._execute(store, namespace, op))
-        except StopIteration as done:
-            return done.value
-        except InvalidNamespaceError as error:
-            return failure(error=self._rejected(namespace, error))
+        store, namespace = self._place()
+        return drive(plan, lambda op: self._execute(store, namespace, op))
 
-    async def _arun(self, plan: Generator[_Op, Any, R], failure: Callable[..., R]) -> R:
+    async def _arun(self, plan: Plan[R]) -> R:
         """Run `plan` against the store with the async API."""
-        target = self._target()
-        if isinstance(target, BackendError):
-            plan.close()
-            return failure(error=target)
-        store, namespace = target
-        try:
-            op = next(plan)
-            while True:
-                op = plan.send(await self._aexecute(store, namespace, op))
-        except StopIteration as done:
-            return done.value
-        except InvalidNamespaceError as error:
-            return failure(error=self._rejected(namespace, error))
+        store, namespace = self._place()
+        return await adrive(plan, lambda op: self._aexecute(store, namespace, op))
 
     @staticmethod
     def _execute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
-        if isinstance(op, _Get):
-            return store.get(namespace, op.key)
-        if isinstance(op, _Put):
-            store.put(namespace, op.key, dict(op.value))
-            return None
-        if isinstance(op, _Remove):
-            store.delete(namespace, op.key)
-            return None
-        items: list[Item] = []
-        offset = 0
-        while True:
-            page = store.search(namespace, limit=PAGE_SIZE, offset=offset)
-            items.extend(_own(page, namespace))
-            if len(page) < PAGE_SIZE:
-                return _listing(items)
-            offset += len(page)
+        method, args, kwargs = _request(namespace, op)
+        with _namespace_refused(namespace):
+            return _answer(namespace, op, getattr(store, method)(*args, **kwargs))
 
     @staticmethod
     async def _aexecute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
-        try:
-            if isinstance(op, _Get):
-                return await store.aget(namespace, op.key)
-            if isinstance(op, _Put):
-                await store.aput(namespace, op.key, dict(op.value))
-                return None
-            if isinstance(op, _Remove):
-                await store.adelete(namespace, op.key)
-                return None
-            items: list[Item] = []
-            offset = 0
-            while True:
-                page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
-                items.extend(_own(page, namespace))
-                if len(page) < PAGE_SIZE:
-                    return _listing(items)
-                offset += len(page)
-        except NotImplementedError:
-            # A store with only a sync API (e.g. `SqliteStore`): run it in a worker thread.
-            return await asyncio.to_thread(StoreBackend._execute, store, namespace, op)
-
-    # ----------------------------------------------------------------- operations
-
-    def ls(self, path: str) -> LsResult:
-        """List the files and directories directly under `path`."""
-        return self._run(_ls_plan(path), LsResult)
-
-    async def als(self, path: str) -> LsResult:
-        """Async `ls`, on the store's async API."""
-        return await self._arun(_ls_plan(path), LsResult)
-
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """`limit` lines of a file from the 0-based line `offset` (see `ReadResult`)."""
-        return self._run(_read_plan(file_path, offset, limit), ReadResult)
-
-    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        """Async `read`, on the store's async API."""
-        return await self._arun(_read_plan(file_path, offset, limit), ReadResult)
-
-    def grep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        """Find lines containing the literal `pattern` under `path` (see
-        `BackendProtocol.grep`)."""
-        return self._run(_grep_plan(pattern, path, glob, max_count, context_lines), GrepResult)
-
-    async def agrep(
-        self,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        *,
-        max_count: int | None = None,
-        context_lines: int = 0,
-    ) -> GrepResult:
-        """Async `grep`, on the store's async API."""
-        plan = _grep_plan(pattern, path, glob, max_count, context_lines)
-        return await self._arun(plan, GrepResult)
-
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Find files under `path` whose path matches the glob `pattern`."""
-        return self._run(_glob_plan(pattern, path), GlobResult)
-
-    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Async `glob`, on the store's async API."""
-        return await self._arun(_glob_plan(pattern, path), GlobResult)
-
-    def write(self, file_path: str, content: str) -> WriteResult:
-        """Write a file to the store, replacing an existing one."""
-        return self._run(_write_plan(file_path, content), WriteResult)
-
-    async def awrite(self, file_path: str, content: str) -> WriteResult:
-        """Async `write`, on the store's async API."""
-        return await self._arun(_write_plan(file_path, content), WriteResult)
-
-    def edit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        """Replace `old_string` (unique unless `replace_all`) with `new_string` in the store."""
-        return self._run(_edit_plan(file_path, old_string, new_string, replace_all), EditResult)
-
-    async def aedit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        """Async `edit`, on the store's async API."""
-        plan = _edit_plan(file_path, old_string, new_string, replace_all)
-        return await self._arun(plan, EditResult)
-
-    def delete(self, file_path: str) -> DeleteResult:
-        """Remove a file, or a directory with every file under it."""
-        return self._run(_delete_plan(file_path), DeleteResult)
-
-    async def adelete(self, file_path: str) -> DeleteResult:
-        """Async `delete`, on the store's async API."""
-        return await self._arun(_delete_plan(file_path), DeleteResult)
-
-    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Store each `(path, bytes)` as a file, replacing what is there; one response per file.
-
-        Text bytes are stored as UTF-8 text and anything else as base64, so every byte
-        comes back from `download_files`. A bad path (`invalid_path`) or a directory
-        (`is_directory`) fails alone; a store that cannot be reached fails every file
-        (`failed`, logged).
-        """
-        return self._run(_upload_plan(files), _failed_uploads(files))
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Async `upload_files`, on the store's async API."""
-        return await self._arun(_upload_plan(files), _failed_uploads(files))
-
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """The bytes of each path, or `file_not_found` / `is_directory` / `invalid_path`."""
-        return self._run(_download_plan(paths), _failed_downloads(paths))
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`, on the store's async API."""
-        return await self._arun(_download_plan(paths), _failed_downloads(paths))
+        method, args, kwargs = _request(namespace, op)
+        with _namespace_refused(namespace):
+            try:
+                got = await getattr(store, "a" + method)(*args, **kwargs)
+            except NotImplementedError:  # a store with only a sync API (`SqliteStore`)
+                got = await asyncio.to_thread(getattr(store, method), *args, **kwargs)
+            return _answer(namespace, op, got)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fathom.errors import FathomError
+
 __all__ = [
     "DEFAULT_MAX_LINES",
     "CallView",
@@ -39,11 +41,11 @@ CONTEXT_LINES = 3
 """Unchanged lines shown around each change in a diff."""
 
 
-class CurrentUnknown(Exception):
+class CurrentUnknown(FathomError):
     """The current content of a file cannot be read here; the message says why."""
 
 
-class EditProblem(Exception):
+class EditProblem(FathomError):
     """An `edit_file` call that would fail as proposed; the message says why."""
 
 

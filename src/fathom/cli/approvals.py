@@ -32,6 +32,7 @@ from typing import Any, TextIO, cast
 
 from fathom.cli.approval_view import CallView, CurrentUnknown, ReadCurrent, render_view, view_call
 from fathom.cli.session import PendingApproval
+from fathom.errors import FathomError
 
 __all__ = [
     "NoTerminalForApproval",
@@ -400,7 +401,7 @@ def ask_decisions(
     return resume
 
 
-class NoTerminalForApproval(Exception):
+class NoTerminalForApproval(FathomError):
     """An approval is needed but standard input is not a terminal; the session stops."""
 
 

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fathom.errors import FathomError
+
 __all__ = [
     "MAX_ATTACHED_CHARS",
     "Attached",
@@ -36,7 +38,7 @@ _MENTION = re.compile(r"(?<!\S)@(\S+)")
 _TRAILING = ".,;:!?)]}'\""
 
 
-class MentionError(ValueError):
+class MentionError(FathomError, ValueError):
     """A mention that names no attachable file; the message says which and why."""
 
 

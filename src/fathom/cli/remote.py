@@ -35,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from fathom.cli.display import Display, RunStatus
 from fathom.cli.session import PendingApproval, TurnResult, final_answer
+from fathom.errors import FathomError
 from fathom.project.events import EventTranslator
 from fathom.project.threads import ThreadInfo
 from fathom.usage import UNNAMED_AGENT, AgentTotals, AgentUsage
@@ -52,7 +53,7 @@ READ_TIMEOUT_S = 600.0
 """The longest silence a run's stream may have (a slow model call) before the turn fails."""
 
 
-class ServerUnavailable(Exception):
+class ServerUnavailable(FathomError):
     """The server cannot be reached or refused the request; the message says which."""
 
 

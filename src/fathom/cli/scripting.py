@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from fathom.errors import FathomError
+
 __all__ = [
     "EXIT_CLOSED_PIPE",
     "STDIN_TASK",
@@ -44,7 +46,7 @@ STDIN_TASK = "-"
 _DISTRIBUTION = "fathom"
 
 
-class ScriptingError(Exception):
+class ScriptingError(FathomError):
     """A usage mistake in how the command was scripted; the message says what to do."""
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fathom.errors import FathomError
+
 if TYPE_CHECKING:
     from langgraph_sdk.client import LangGraphClient
 
@@ -62,7 +64,7 @@ class TaskRow:
     """Why the status could not be refreshed, if it could not."""
 
 
-class TaskLookupError(LookupError):
+class TaskLookupError(FathomError, LookupError):
     """A task reference that names no task, or several."""
 
 

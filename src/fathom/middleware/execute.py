@@ -11,8 +11,6 @@ piece of output is sent as a custom stream event, so `stream_mode="custom"` show
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +25,7 @@ from pydantic import BaseModel, Field
 from fathom.backends.protocol import (
     BackendProtocol,
     ExecuteResponse,
+    adopt,
     resolve_backend,
     supports_execute,
 )
@@ -175,17 +174,6 @@ def _writer(runtime: ToolRuntime) -> Callable[[str], None] | None:
     return send
 
 
-def _streams(method: Any) -> bool:
-    """Whether a backend's `execute`/`aexecute` accepts `on_output`."""
-    try:
-        parameters = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-    return "on_output" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-
-
 def _cap(value: object) -> float | None:
     """`value` as a timeout cap when it is a positive finite number, else `None`."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -215,46 +203,29 @@ def _with_note(message: ToolMessage, note: str) -> ToolMessage:
     return message
 
 
-def _call_kwargs(method: Any, timeout: float | None, runtime: ToolRuntime) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"timeout": timeout}
-    if _streams(method) and (send := _writer(runtime)) is not None:
-        kwargs["on_output"] = send
-    return kwargs
-
-
 def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
     limit = middleware.max_inline_chars
 
     def execute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
-        backend = resolve_backend(middleware.backend, runtime)
+        backend: Any = resolve_backend(middleware.backend, runtime)
         if not supports_execute(backend):
             return _cannot_execute(runtime)
-        run = backend.execute  # type: ignore[attr-defined]
         seconds, note = _capped(timeout, middleware, backend)
-        response = run(command, **_call_kwargs(run, seconds, runtime))
+        response = backend.execute(command, timeout=seconds, on_output=_writer(runtime))
         written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
             written = _save(lambda: backend.write(path, response.output))
         return _answer(response, runtime, limit, written, path, note)
 
     async def aexecute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
-        backend = resolve_backend(middleware.backend, runtime)
+        backend: Any = resolve_backend(middleware.backend, runtime)
         if not supports_execute(backend):
             return _cannot_execute(runtime)
-        run = getattr(backend, "aexecute", None)
         seconds, note = _capped(timeout, middleware, backend)
-        if run is None:
-            sync = backend.execute  # type: ignore[attr-defined]
-            response = await asyncio.to_thread(sync, command, seconds)
-        else:
-            response = await run(command, **_call_kwargs(run, seconds, runtime))
+        response = await backend.aexecute(command, timeout=seconds, on_output=_writer(runtime))
         written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
-            awrite = getattr(backend, "awrite", None)
-            if awrite is None:
-                written = _save(lambda: backend.write(path, response.output))
-            else:
-                written = await _asave(awrite(path, response.output))
+            written = await _asave(backend.awrite(path, response.output))
         return _answer(response, runtime, limit, written, path, note)
 
     return StructuredTool.from_function(
@@ -333,7 +304,7 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
                 f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
             )
         self.max_timeout: float | None = max_timeout
-        self.backend: Backend = backend
+        self.backend: Backend = adopt(backend)
         self.tool_description = tool_description or EXECUTE_DESCRIPTION
         self.section = PromptSection(
             "execute",

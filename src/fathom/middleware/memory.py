@@ -29,7 +29,13 @@ from typing_extensions import TypedDict
 from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.policy import PolicyBackend
-from fathom.backends.protocol import BackendProtocol, HookRuntime, ReadResult, resolve_backend
+from fathom.backends.protocol import (
+    BackendProtocol,
+    HookRuntime,
+    ReadResult,
+    adopt,
+    resolve_backend,
+)
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
 from fathom.middleware.filesystem.answers import describe_error
@@ -203,7 +209,7 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
             raise TypeError(f"sources is a list of paths, e.g. [{sources!r}], not a string")
         if max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be positive, not {max_file_bytes!r}")
-        self.backend: Backend = backend if backend is not None else StateBackend()
+        self.backend: Backend = adopt(backend) if backend is not None else StateBackend()
         self.sources: tuple[str, ...] = tuple(dict.fromkeys(_source_path(s) for s in sources))
         self.permissions = list(permissions or [])
         self.max_file_bytes = max_file_bytes

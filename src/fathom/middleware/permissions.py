@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fathom.backends._globbing import GlobError, compile_glob
+from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.policy import BackendPolicy, FileOperation
 from fathom.backends.protocol import supports_execute
 
@@ -132,14 +133,15 @@ class PermissionPolicy(BackendPolicy):
         decided = first_matching_rule(self.rules, operation, path, directory)
         return decided is None or decided[1].mode != "deny"
 
-    def check(self, operation: FileOperation) -> str | None:
+    def check(self, operation: FileOperation) -> BackendError | None:
+        """A `PERMISSION` error (its `message` names the rule) when a rule refuses."""
         path = operation.normalized_path
         if path is None:
             return None  # the backend answers with the path error itself
         for checked in dict.fromkeys([path, operation.resolved_path or path]):
             refusal = self._refusal(operation, checked, shown=path)
             if refusal:
-                return refusal
+                return BackendError(ErrorKind.PERMISSION, path, message=refusal)
         return None
 
     def _refusal(self, operation: FileOperation, path: str, shown: str) -> str | None:

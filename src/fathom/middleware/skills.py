@@ -36,10 +36,16 @@ from fathom._frontmatter import FrontMatterError, parse_front_matter
 from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.protocol import (
     BackendProtocol,
+    Call,
     HookRuntime,
     LsResult,
     ReadResult,
+    adopt,
+    adrive,
+    arun_call,
+    drive,
     resolve_backend,
+    run_call,
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
@@ -245,21 +251,8 @@ def _allowed_tools_field(value: Any) -> tuple[list[str], str | None]:
 # --------------------------------------------------------------------------- loading
 #
 # Loading is written once, as a plan: a generator that yields the backend calls it needs
-# (`_Ls`, `_Read`) and receives their results. `_run` serves it with the backend's sync
-# methods, `_arun` with its async ones.
-
-
-@dataclass(frozen=True)
-class _Ls:
-    path: str
-
-
-@dataclass(frozen=True)
-class _Read:
-    path: str
-
-
-_Call = _Ls | _Read
+# (`ls`, `read`) and receives their results. `drive` serves it with the backend's sync
+# methods, `adrive` with its async ones.
 
 
 @dataclass(frozen=True)
@@ -298,12 +291,12 @@ def _skill_dirs(source: str, listing: LsResult) -> list[str]:
     return own[:1] + dirs
 
 
-def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
+def _load_plan(backend: BackendProtocol, sources: Sequence[str]) -> Generator[Call, Any, _Loaded]:
     """Read every source in order; a later skill replaces an earlier one of the same name."""
     found: dict[str, SkillMetadata] = {}
     problems: list[str] = []
     for source in sources:
-        listing: LsResult = yield _Ls(source)
+        listing: LsResult = yield Call(backend, "ls", (source,))
         if listing.error:
             if _missing(listing.error):
                 logger.debug("Skill source %s does not exist; nothing to load", source)
@@ -313,7 +306,7 @@ def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
             continue
         for directory in _skill_dirs(source, listing):
             path = f"{directory}/{SKILL_FILE}"
-            result: ReadResult = yield _Read(path)
+            result: ReadResult = yield Call(backend, "read", (path,))
             if result.error or result.file_data is None:
                 if _missing(result.error):
                     logger.debug("%s has no %s; not a skill", directory, SKILL_FILE)
@@ -347,29 +340,6 @@ def _load_plan(sources: Sequence[str]) -> Generator[_Call, Any, _Loaded]:
                 )
             found[entry["name"]] = entry
     return _Loaded(skills=[found[name] for name in sorted(found)], problems=problems)
-
-
-def _run(backend: BackendProtocol, plan: Generator[_Call, Any, _Loaded]) -> _Loaded:
-    result: Any = None
-    while True:
-        try:
-            call = plan.send(result)
-        except StopIteration as done:
-            return done.value
-        result = backend.ls(call.path) if isinstance(call, _Ls) else backend.read(call.path)
-
-
-async def _arun(backend: BackendProtocol, plan: Generator[_Call, Any, _Loaded]) -> _Loaded:
-    result: Any = None
-    while True:
-        try:
-            call = plan.send(result)
-        except StopIteration as done:
-            return done.value
-        if isinstance(call, _Ls):
-            result = await backend.als(call.path)
-        else:
-            result = await backend.aread(call.path)
 
 
 def _report(problems: Iterable[str]) -> None:
@@ -477,7 +447,7 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
                     "slashes (e.g. '/skills/project/')."
                 )
             checked.append(source)
-        self.backend: Backend = backend if backend is not None else StateBackend()
+        self.backend: Backend = adopt(backend) if backend is not None else StateBackend()
         self.sources: tuple[str, ...] = tuple(checked)
 
     # ------------------------------------------------------------------ loading
@@ -485,14 +455,14 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
     def load_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
         """Read the catalogue from the sources now (warning about skills it skips)."""
         backend = resolve_backend(self.backend, HookRuntime(state, runtime))
-        loaded = _run(backend, _load_plan(self.sources))
+        loaded = drive(_load_plan(backend, self.sources), run_call)
         _report(loaded.problems)
         return loaded.skills
 
     async def aload_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
         """Async `load_skills`, through the backend's async methods."""
         backend = resolve_backend(self.backend, HookRuntime(state, runtime))
-        loaded = await _arun(backend, _load_plan(self.sources))
+        loaded = await adrive(_load_plan(backend, self.sources), arun_call)
         _report(loaded.problems)
         return loaded.skills
 

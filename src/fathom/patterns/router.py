@@ -46,6 +46,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Overwrite, Send
 from pydantic import BaseModel, Field, create_model
 
+from fathom.errors import FathomError
 from fathom.models import resolve_model
 
 __all__ = [
@@ -149,7 +150,7 @@ class RouterState(TypedDict, total=False):
     final_answer: str
 
 
-class RouterClassificationError(ValueError):
+class RouterClassificationError(FathomError, ValueError):
     """The classifier's answer did not fit the classification schema."""
 
 

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
@@ -60,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 _HARNESS: dict[str, HarnessProfile] = {}
 _PROVIDER: dict[str, ProviderProfile] = {}
+_P = TypeVar("_P", HarnessProfile, ProviderProfile)
 
 
 def _ensure_plugins() -> None:
@@ -107,29 +108,25 @@ def register_provider_profile(key: str, profile: ProviderProfile | Mapping[str, 
 
 def get_harness_profile(spec: str) -> HarnessProfile | None:
     """The profile for a `provider:model` spec (model-level merged on provider-level)."""
-    exact, provider = candidate_keys(spec)
-    if exact is None:
-        return None
-    with _LOCK:
-        _ensure_plugins()
-        model_level = _HARNESS.get(exact)
-        provider_level = _HARNESS.get(provider) if provider else None
-    if model_level is not None and provider_level is not None:
-        return merge_profiles(provider_level, model_level)
-    return model_level or provider_level
+    return _lookup(_HARNESS, spec, merge_profiles)
 
 
 def get_provider_profile(spec: str) -> ProviderProfile | None:
     """The provider profile for a spec (model-level merged on provider-level)."""
+    return _lookup(_PROVIDER, spec, merge_provider_profiles)
+
+
+def _lookup(registry: dict[str, _P], spec: str, merge: Callable[[_P, _P], _P]) -> _P | None:
+    """`spec`'s profile in `registry`: the model-level one merged on the provider-level one."""
     exact, provider = candidate_keys(spec)
     if exact is None:
         return None
     with _LOCK:
         _ensure_plugins()
-        model_level = _PROVIDER.get(exact)
-        provider_level = _PROVIDER.get(provider) if provider else None
+        model_level = registry.get(exact)
+        provider_level = registry.get(provider) if provider else None
     if model_level is not None and provider_level is not None:
-        return merge_provider_profiles(provider_level, model_level)
+        return merge(provider_level, model_level)
     return model_level or provider_level
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from fathom.errors import FathomError
 from fathom.project.config import ConfigError, FathomConfig, ProjectSources, SandboxKind
 
 __all__ = [
@@ -50,7 +51,7 @@ and its key in the environment: export OPENAI_API_KEY=... (local Ollama/vLLM: ba
 To see fathom work first, offline and without a key, run: fathom demo"""  # noqa: E501
 
 
-class ModelSetupError(RuntimeError):
+class ModelSetupError(FathomError, RuntimeError):
     """The model cannot be built; the message says what to set."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from fathom._frontmatter import FrontMatterError, parse_front_matter
+from fathom.errors import FathomError
 from fathom.middleware.subagents import SubAgent
 
 __all__ = [
@@ -39,7 +40,7 @@ SandboxKind = Literal["none", "local", "bubblewrap"]
 _SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
 
 
-class ConfigError(ValueError):
+class ConfigError(FathomError, ValueError):
     """A configuration file or subagent definition that fathom cannot use.
 
     The message names the file (and the line, where one is known) and says what is allowed.

@@ -25,15 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fathom.backends import (
-    CompositeBackend,
-    DeleteResult,
-    EditResult,
-    ExecuteResponse,
-    StateBackend,
-    UploadResults,
-    WriteResult,
-)
+from fathom.backends import CompositeBackend, StateBackend
+from fathom.backends.protocol import Plan
 
 __all__ = ["FileJournal", "JournaledBackend", "RestoreReport", "TurnRecord", "restore_files"]
 
@@ -169,7 +162,10 @@ def _present(response: Any) -> bytes | None:
 
 class JournaledBackend(CompositeBackend):
     """A `CompositeBackend` that keeps each file's pre-image in a `FileJournal` before a
-    turn first changes it. Paths in state-backed routes are left to the checkpoints."""
+    turn first changes it. Paths in state-backed routes are left to the checkpoints.
+
+    The hook is written once per operation, on the composite's plans, so the sync and the
+    async methods both keep the journal."""
 
     journal: FileJournal
 
@@ -194,74 +190,43 @@ class JournaledBackend(CompositeBackend):
                 break
         return [resolved] if self.journal.wants(resolved) else []
 
-    def _below(self, path: str) -> list[str]:
+    def _below(self, path: str) -> Plan[list[str]]:
         """The files under directory `path` (a delete may remove a whole folder)."""
-        found = self.glob("**/*", path)
+        found = yield from self._glob("**/*", path)
         return [m["path"] for m in found.matches or [] if not m.get("is_dir")]
 
-    def _record(self, paths: list[str], *, directory_ok: bool = False) -> None:
+    def _record(self, paths: list[str], *, directory_ok: bool = False) -> Plan[None]:
         wanted = [p for path in paths for p in self._candidates(path)]
         if not wanted:
             return
-        for path, answer in zip(wanted, self.download_files(wanted), strict=True):
+        answers = yield from self._download_files(wanted)
+        for path, answer in zip(wanted, answers, strict=True):
             if answer.error == "is_directory" and directory_ok:
-                self._record(self._below(path))
+                yield from self._record((yield from self._below(path)))
             elif answer.error in (None, "file_not_found"):
                 self.journal.record(path, _present(answer))
 
-    async def _arecord(self, paths: list[str], *, directory_ok: bool = False) -> None:
-        wanted = [p for path in paths for p in self._candidates(path)]
-        if not wanted:
-            return
-        for path, answer in zip(wanted, await self.adownload_files(wanted), strict=True):
-            if answer.error == "is_directory" and directory_ok:
-                await self._arecord(self._below(path))
-            elif answer.error in (None, "file_not_found"):
-                self.journal.record(path, _present(answer))
+    def _write(self, file_path: str, content: str) -> Plan[Any]:
+        yield from self._record([file_path])
+        return (yield from super()._write(file_path, content))
 
-    def write(self, file_path: str, content: str) -> WriteResult:
-        self._record([file_path])
-        return super().write(file_path, content)
-
-    async def awrite(self, file_path: str, content: str) -> WriteResult:
-        await self._arecord([file_path])
-        return await super().awrite(file_path, content)
-
-    def edit(
+    def _edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        self._record([file_path])
-        return super().edit(file_path, old_string, new_string, replace_all)
+    ) -> Plan[Any]:
+        yield from self._record([file_path])
+        return (yield from super()._edit(file_path, old_string, new_string, replace_all))
 
-    async def aedit(
-        self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        await self._arecord([file_path])
-        return await super().aedit(file_path, old_string, new_string, replace_all)
+    def _delete(self, file_path: str) -> Plan[Any]:
+        yield from self._record([file_path], directory_ok=True)
+        return (yield from super()._delete(file_path))
 
-    def delete(self, file_path: str) -> DeleteResult:
-        self._record([file_path], directory_ok=True)
-        return super().delete(file_path)
+    def _upload_files(self, files: list[tuple[str, bytes]]) -> Plan[Any]:
+        yield from self._record([path for path, _ in files])
+        return (yield from super()._upload_files(files))
 
-    async def adelete(self, file_path: str) -> DeleteResult:
-        await self._arecord([file_path], directory_ok=True)
-        return await super().adelete(file_path)
-
-    def upload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
-        self._record([path for path, _ in files])
-        return super().upload_files(files)
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
-        await self._arecord([path for path, _ in files])
-        return await super().aupload_files(files)
-
-    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+    def _execute(self, command: str, timeout: int | None) -> Plan[Any]:
         self.journal.note_command(command)
-        return super().execute(command, timeout=timeout)
-
-    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
-        self.journal.note_command(command)
-        return await super().aexecute(command, timeout=timeout)
+        return (yield from super()._execute(command, timeout))
 
 
 @dataclass

@@ -44,6 +44,7 @@ from typing import Any, cast
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
+from fathom.errors import FathomError
 from fathom.server.graphs import GraphSource
 
 __all__ = ["Deployment", "DeploymentError", "load_deployment", "read_env_file"]
@@ -64,7 +65,7 @@ INDEX_KEYS = frozenset({"dims", "embed", "fields"})
 TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes"})
 
 
-class DeploymentError(Exception):
+class DeploymentError(FathomError):
     """The deployment file cannot be used; the message names the file, the key and the fix."""
 
 

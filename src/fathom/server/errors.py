@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from fathom.errors import FathomError
 from fathom.server.serde import dumps
 
 __all__ = [
@@ -37,7 +38,7 @@ def json_response(
     return Response(dumps(content), status_code, headers, media_type="application/json")
 
 
-class ApiError(Exception):
+class ApiError(FathomError):
     """An error to report to the client with ``status`` and a human-readable ``detail``."""
 
     status: int = 400

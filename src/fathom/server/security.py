@@ -28,6 +28,8 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fathom.errors import FathomError
+
 __all__ = [
     "OPEN_PATHS",
     "ApiKeyMiddleware",
@@ -109,7 +111,7 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
-class _BodyTooLarge(Exception):
+class _BodyTooLarge(FathomError):
     """Raised from `receive` once a request body passes the limit."""
 
 

@@ -23,6 +23,8 @@ from typing import Any, TextIO
 
 from starlette.routing import BaseRoute
 
+from fathom.errors import FathomError
+
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_MAX_BODY_BYTES",
@@ -45,7 +47,7 @@ API_KEY_ENV = "FATHOM_API_KEY"
 EXIT_USAGE = 2
 
 
-class ServeError(Exception):
+class ServeError(FathomError):
     """The server cannot start as asked; the message says what to change."""
 
 

@@ -36,6 +36,8 @@ from typing import Any, cast
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
+from fathom.errors import FathomError
+
 __all__ = [
     "CHECKPOINTS_FILE",
     "MEMORY",
@@ -55,7 +57,7 @@ CHECKPOINTS_FILE = "server-checkpoints.sqlite"
 STORE_FILE = "server-store.sqlite"
 
 
-class StorageError(Exception):
+class StorageError(FathomError):
     """The storage cannot be opened; the message says why and what to give instead."""
 
 

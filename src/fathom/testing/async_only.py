@@ -25,10 +25,12 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, Op, Result
 
+from fathom.errors import FathomError
+
 __all__ = ["AsyncOnlyBackend", "AsyncOnlyStore", "SyncCall", "SyncCallError", "SyncCallLog"]
 
 
-class SyncCallError(RuntimeError):
+class SyncCallError(FathomError, RuntimeError):
     """A sync method of an async-only double was called."""
 
 

@@ -14,10 +14,12 @@ import asyncio
 import contextlib
 import threading
 
+from fathom.errors import FathomError
+
 __all__ = ["Rendezvous", "RendezvousTimeout"]
 
 
-class RendezvousTimeout(AssertionError):
+class RendezvousTimeout(FathomError, AssertionError):
     """Raised when fewer than `parties` callers were in a `Rendezvous` at once within its timeout.
 
     It is an `AssertionError`, so pytest reports it as a failed check, not as an error.

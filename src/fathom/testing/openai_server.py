@@ -32,6 +32,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from fathom.errors import FathomError
 from fathom.testing.scripted import ScriptedModel, ScriptExhausted
 
 __all__ = ["ScriptedOpenAIServer"]
@@ -41,7 +42,7 @@ _MODELS_PATH = "/v1/models"
 _POLL_SECONDS = 0.02
 
 
-class _BadRequest(ValueError):
+class _BadRequest(FathomError, ValueError):
     """A client error that becomes an HTTP 400 response."""
 
     def __init__(self, message: str, code: str = "invalid_request") -> None:

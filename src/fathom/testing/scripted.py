@@ -39,6 +39,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SkipValidation, field_validator
 
+from fathom.errors import FathomError
 from fathom.testing.concurrency import Rendezvous
 from fathom.testing.tokens import approx_tokens
 
@@ -57,7 +58,7 @@ _PREVIEW_CHARS = 200
 _KEPT_TAPES = 16
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(FathomError, RuntimeError):
     """Raised when a `ScriptedModel` is called after its replies ran out and it has no policy."""
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
     "PROJECT_MCP_FILES",
@@ -50,7 +52,7 @@ _KEYS = frozenset({
 })  # fmt: skip
 
 
-class McpConfigError(ValueError):
+class McpConfigError(FathomError, ValueError):
     """An MCP server entry that cannot be used; the message names the server and the fix."""
 
 

@@ -214,14 +214,9 @@ def _pump(
 
 
 def run_process(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    capture_bytes: int,
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    on_output: OutputCallback | None = None,
-    on_start: Callable[[int], None] | None = None,
+    argv: Sequence[str], *, timeout: float, capture_bytes: int,
+    env: Mapping[str, str] | None = None, cwd: str | None = None,
+    on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> ProcessResult | str:
     """Run `argv` under the policy of this module; the result, or why it could not start.
@@ -279,14 +274,9 @@ def run_process(
 
 
 async def arun_process(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    capture_bytes: int,
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    on_output: OutputCallback | None = None,
-    on_start: Callable[[int], None] | None = None,
+    argv: Sequence[str], *, timeout: float, capture_bytes: int,
+    env: Mapping[str, str] | None = None, cwd: str | None = None,
+    on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
 ) -> ProcessResult | str:
     """`run_process` without blocking the event loop. Cancelling the awaiting task kills
     the process group, waits for it to be reaped, then re-raises the cancellation."""

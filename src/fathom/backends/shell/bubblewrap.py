@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fathom.backends.filesystem import FilesystemBackend
 from fathom.backends.protocol import (
@@ -37,6 +38,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.shell._runner import (
     OutputCallback,
+    ProcessResult,
     arun_process,
     check_request,
     kill_group,
@@ -763,11 +765,7 @@ class BubblewrapSandbox(FilesystemBackend):
     # ------------------------------------------------------------------ execute
 
     def execute(
-        self,
-        command: str,
-        timeout: float | None = None,
-        *,
-        on_output: OutputCallback | None = None,
+        self, command: str, timeout: float | None = None, *, on_output: OutputCallback | None = None
     ) -> ExecuteResponse:
         """Run `command` with `/bin/sh -c` in a fresh sandbox; never raises for the command.
 
@@ -780,42 +778,36 @@ class BubblewrapSandbox(FilesystemBackend):
         if isinstance(run, ExecuteResponse):
             return run
         try:
-            result = run_process(
-                run.argv,
-                timeout=run.timeout,
-                capture_bytes=self.max_output_bytes,
-                env=self._environment(),
-                on_output=on_output,
-                on_start=run.guard.start if run.guard is not None else None,
-            )
+            result = run_process(run.argv, **self._process(run, on_output))
         finally:
             self._finish(run)
-        if isinstance(result, str):
-            return ExecuteResponse(output=f"Error: bwrap {result}", exit_code=1)
-        return result.response(run.timeout, run.notes)
+        return self._response(run, result)
 
     async def aexecute(
-        self,
-        command: str,
-        timeout: float | None = None,
-        *,
-        on_output: OutputCallback | None = None,
+        self, command: str, timeout: float | None = None, *, on_output: OutputCallback | None = None
     ) -> ExecuteResponse:
         """Async `execute`; cancelling the call kills the sandbox and everything in it."""
         run = await asyncio.to_thread(self._prepare, command, timeout)
         if isinstance(run, ExecuteResponse):
             return run
         try:
-            result = await arun_process(
-                run.argv,
-                timeout=run.timeout,
-                capture_bytes=self.max_output_bytes,
-                env=self._environment(),
-                on_output=on_output,
-                on_start=run.guard.start if run.guard is not None else None,
-            )
+            result = await arun_process(run.argv, **self._process(run, on_output))
         finally:
             await asyncio.shield(asyncio.to_thread(self._finish, run))
+        return self._response(run, result)
+
+    def _process(self, run: _Run, on_output: OutputCallback | None) -> dict[str, Any]:
+        """How `run_process` runs the prepared command (its keywords)."""
+        return {
+            "timeout": run.timeout,
+            "capture_bytes": self.max_output_bytes,
+            "env": self._environment(),
+            "on_output": on_output,
+            "on_start": run.guard.start if run.guard is not None else None,
+        }
+
+    @staticmethod
+    def _response(run: _Run, result: ProcessResult | str) -> ExecuteResponse:
         if isinstance(result, str):
             return ExecuteResponse(output=f"Error: bwrap {result}", exit_code=1)
         return result.response(run.timeout, run.notes)
@@ -834,11 +826,3 @@ class BubblewrapSandbox(FilesystemBackend):
         """Read each workspace path's bytes (virtual paths, jailed like `read`, at most
         `max_file_size_mb`)."""
         return [self._download_one(path, self.max_file_size_bytes) for path in paths]
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Async `upload_files`."""
-        return await asyncio.to_thread(self.upload_files, files)
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`."""
-        return await asyncio.to_thread(self.download_files, paths)

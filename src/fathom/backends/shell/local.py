@@ -5,7 +5,6 @@ UNSAFE: nothing here is a sandbox. See the class docstring.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
@@ -17,6 +16,9 @@ from fathom.backends.protocol import (
     ExecuteResponse,
     FileDownloadResponse,
     FileUploadResponse,
+    Plan,
+    adrive,
+    drive,
 )
 from fathom.backends.shell._runner import (
     OutputCallback,
@@ -130,11 +132,7 @@ class LocalShellBackend(FilesystemBackend):
         return environment
 
     def execute(
-        self,
-        command: str,
-        timeout: float | None = None,
-        *,
-        on_output: OutputCallback | None = None,
+        self, command: str, timeout: float | None = None, *, on_output: OutputCallback | None = None
     ) -> ExecuteResponse:
         """Run `command` with `/bin/sh -c` in `root_dir`; never raises for a failing command.
 
@@ -151,42 +149,32 @@ class LocalShellBackend(FilesystemBackend):
             when ended by signal `n`; `truncated=True` when the output passed
             `max_output_bytes` and the command was killed there.
         """
-        checked = check_request(command, timeout, self.timeout, self.max_timeout)
-        if isinstance(checked, ExecuteResponse):
-            return checked
-        seconds, note = checked
-        result = run_process(
-            ["/bin/sh", "-c", command],
-            timeout=seconds,
-            capture_bytes=self.max_output_bytes,
-            env=self._environment(),
-            cwd=str(self.root_dir),
-            on_output=on_output,
-        )
-        if isinstance(result, str):
-            return _error(f"Error: {result}")
-        return result.response(seconds, [note])
+        return drive(self._shell(command, timeout, on_output), lambda run: run_process(**run))
 
     async def aexecute(
-        self,
-        command: str,
-        timeout: float | None = None,
-        *,
-        on_output: OutputCallback | None = None,
+        self, command: str, timeout: float | None = None, *, on_output: OutputCallback | None = None
     ) -> ExecuteResponse:
         """Async `execute`. Cancelling the awaiting task kills the command's process group."""
+        plan = self._shell(command, timeout, on_output)
+        return await adrive(plan, lambda run: arun_process(**run))
+
+    def _shell(
+        self, command: str, timeout: float | None, on_output: OutputCallback | None
+    ) -> Plan[ExecuteResponse]:
+        """One command, written once: yields the process to run (`run_process`'s keywords),
+        receives its result."""
         checked = check_request(command, timeout, self.timeout, self.max_timeout)
         if isinstance(checked, ExecuteResponse):
             return checked
         seconds, note = checked
-        result = await arun_process(
-            ["/bin/sh", "-c", command],
-            timeout=seconds,
-            capture_bytes=self.max_output_bytes,
-            env=self._environment(),
-            cwd=str(self.root_dir),
-            on_output=on_output,
-        )
+        result = yield {
+            "argv": ["/bin/sh", "-c", command],
+            "timeout": seconds,
+            "capture_bytes": self.max_output_bytes,
+            "env": self._environment(),
+            "cwd": str(self.root_dir),
+            "on_output": on_output,
+        }
         if isinstance(result, str):
             return _error(f"Error: {result}")
         return result.response(seconds, [note])
@@ -208,14 +196,6 @@ class LocalShellBackend(FilesystemBackend):
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """Read each path's bytes (any size), resolving paths like the file tools."""
         return [self._download_one(path, sys.maxsize) for path in paths]
-
-    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        """Async `upload_files`."""
-        return await asyncio.to_thread(self.upload_files, files)
-
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        """Async `download_files`."""
-        return await asyncio.to_thread(self.download_files, paths)
 
 
 def _valid_timeout(value: object) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = ["CodeInterpreterLimits", "HostCallLimitError", "describe_failure"]
 
 
@@ -56,7 +58,7 @@ class CodeInterpreterLimits:
         }
 
 
-class HostCallLimitError(Exception):
+class HostCallLimitError(FathomError):
     """The code called `task()` / `tools.<name>()` more often than one `eval` allows."""
 
 

@@ -14,10 +14,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = ["ResponseSchemaError", "parse_answer", "schema_errors", "schema_instruction"]
 
 
-class ResponseSchemaError(ValueError):
+class ResponseSchemaError(FathomError, ValueError):
     """A subagent's answer is not JSON, or does not match the `response_schema`."""
 
 

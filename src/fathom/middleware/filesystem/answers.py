@@ -76,14 +76,14 @@ def describe_error(
 ) -> str:
     """The model-facing text of a backend result's `error`.
 
-    A `BackendError` is worded by its kind: what happened and what to do next. Text (from
-    a backend written for the Deep Agents API, or a policy's refusal) is returned
-    unchanged. `path` is used when the error names none; `tool` picks the verb ("cannot
-    delete ...") and the advice that fits the tool.
+    A `BackendError` is worded by its kind: what happened and what to do next. Text, and
+    an error's `message` (a policy's refusal, the words of a backend written for the Deep
+    Agents API), is returned unchanged. `path` is used when the error names none; `tool`
+    picks the verb ("cannot delete ...") and the advice that fits the tool.
     """
     if error is None:
         return ""
-    if not isinstance(error, BackendError):
+    if not isinstance(error, BackendError) or error.message is not None:
         return str(error)
     p = error.path if error.path is not None else (path or "")
     verb = _VERBS.get(tool, "use")

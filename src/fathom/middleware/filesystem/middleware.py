@@ -28,9 +28,8 @@ from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import (
     BackendOrFactory,
     BackendProtocol,
-    GrepResult,
     HookRuntime,
-    accepts_keyword,
+    adopt,
     cap_grep,
     resolve_backend,
 )
@@ -211,40 +210,6 @@ GREP_MAX_COUNT = 1000
 """The default cap on the matches of one `grep` call (`FilesystemMiddleware(grep_max_count=)`)."""
 
 
-def grep_capped(
-    backend: BackendProtocol,
-    pattern: str,
-    path: str | None,
-    glob: str | None,
-    max_count: int | None,
-) -> GrepResult:
-    """`backend.grep` with at most `max_count` matches (`None`: all), `truncated` if cut.
-
-    The cap is passed to backends whose `grep` takes `max_count` (so they stop early) and
-    applied to the result of any other.
-    """
-    if max_count is not None and accepts_keyword(type(backend), "grep", "max_count"):
-        result = backend.grep(pattern, path, glob, max_count=max_count)
-    else:
-        result = backend.grep(pattern, path, glob)
-    return cap_grep(result, max_count)
-
-
-async def agrep_capped(
-    backend: BackendProtocol,
-    pattern: str,
-    path: str | None,
-    glob: str | None,
-    max_count: int | None,
-) -> GrepResult:
-    """Async `grep_capped`."""
-    if max_count is not None and accepts_keyword(type(backend), "agrep", "max_count"):
-        result = await backend.agrep(pattern, path, glob, max_count=max_count)
-    else:
-        result = await backend.agrep(pattern, path, glob)
-    return cap_grep(result, max_count)
-
-
 def delete_message(result: Any) -> str:
     """The `delete` tool's answer on success."""
     return f"Deleted `{result.path}`" if result.path else "Deleted."
@@ -343,7 +308,7 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         max_count: int | None = None,
     ) -> Any:
         cap = max_count if max_count is not None else middleware.grep_max_count
-        result = grep_capped(backend(runtime), pattern, path, glob, cap)
+        result = cap_grep(backend(runtime).grep(pattern, path, glob, max_count=cap), cap)
         return grep_answer(result, pattern, output_mode, runtime, path)
 
     async def agrep(
@@ -355,7 +320,7 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         max_count: int | None = None,
     ) -> Any:
         cap = max_count if max_count is not None else middleware.grep_max_count
-        result = await agrep_capped(backend(runtime), pattern, path, glob, cap)
+        result = cap_grep(await backend(runtime).agrep(pattern, path, glob, max_count=cap), cap)
         return grep_answer(result, pattern, output_mode, runtime, path)
 
     specs = [
@@ -467,7 +432,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
                 f"grep_max_count must be a positive integer or None, not {grep_max_count!r}"
             )
         self.grep_max_count = grep_max_count
-        self.backend: Backend = backend if backend is not None else StateBackend()
+        self.backend: Backend = adopt(backend) if backend is not None else StateBackend()
         if offload_binary_content and blobs_in_state(self.backend):
             warnings.warn(
                 "offload_binary_content=True has no effect here: blobs/ is kept in the "

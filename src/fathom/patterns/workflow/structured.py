@@ -19,6 +19,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
+from fathom.errors import FathomError
+
 __all__ = ["StructuredCall", "StructuredOutputError", "named_config"]
 
 T = TypeVar("T", bound=BaseModel)
@@ -26,7 +28,7 @@ T = TypeVar("T", bound=BaseModel)
 _ECHO_CHARS = 2000
 
 
-class StructuredOutputError(RuntimeError):
+class StructuredOutputError(FathomError, RuntimeError):
     """A model gave no valid structured answer within its tries.
 
     Attributes:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from fathom.errors import FathomError
 from fathom.patterns.workflow.contracts import ActionRegistry, SubTask
 
 __all__ = ["PlanOrderError", "compute_waves", "task_dependencies"]
 
 
-class PlanOrderError(ValueError):
+class PlanOrderError(FathomError, ValueError):
     """A plan's tasks cannot be ordered: duplicate ids, unknown dependencies or a cycle."""
 
 

@@ -28,6 +28,7 @@ from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 
+from fathom.errors import FathomError
 from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, WorkItem
 from fathom.patterns.workflow.structured import named_config
 
@@ -61,7 +62,7 @@ def render_task(item: WorkItem, action: Action | None = None) -> str:
     return "\n".join(lines)
 
 
-class _TaskTimeout(Exception):
+class _TaskTimeout(FathomError):
     """One try of a task ran past its timeout."""
 
 

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = [
     "APPROVE_WORDS",
     "REJECT_WORDS",
@@ -46,7 +48,7 @@ REJECT_WORDS = frozenset({"reject", "rejected", "deny", "no", "n"})
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)[\s.!,;:-]*(.*)", re.DOTALL)
 
 
-class ReplyError(ValueError):
+class ReplyError(FathomError, ValueError):
     """A reply to an ``input-required`` task that cannot answer its pending interrupt."""
 
 

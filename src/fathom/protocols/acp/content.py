@@ -23,6 +23,8 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from fathom.errors import FathomError
+
 __all__ = ["PromptBlock", "UnsupportedContentError", "from_acp", "to_acp"]
 
 PromptBlock = (
@@ -35,7 +37,7 @@ PromptBlock = (
 """A content block of an ACP `session/prompt` request."""
 
 
-class UnsupportedContentError(ValueError):
+class UnsupportedContentError(FathomError, ValueError):
     """A prompt block the agent cannot pass to its model; the message says which and why."""
 
 

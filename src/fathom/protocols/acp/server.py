@@ -54,6 +54,7 @@ from acp.schema import (
 )
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from fathom.errors import FathomError
 from fathom.protocols.acp.content import UnsupportedContentError, from_acp, to_acp
 from fathom.protocols.acp.mcp import load_mcp_tools
 from fathom.protocols.acp.sessions import SessionRecord, SessionStore
@@ -97,7 +98,7 @@ class AcpOptions:
     home: Path | None = None
 
 
-class _Cancelled(Exception):
+class _Cancelled(FathomError):
     """The editor cancelled the turn while a permission request was open."""
 
 
