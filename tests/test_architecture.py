@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", (
         "fathom.errors", "fathom.state", "fathom.prompt", "fathom.usage", "fathom.cache_metrics",
         "fathom.tracing", "fathom.testing", "fathom._frontmatter", "fathom._deferred_httpx_cli",
-        "fathom._aliases",
+        "fathom._aliases", "fathom.tool_answers",
     )),
     ("foundation", ("fathom.backends", "fathom.profiles", "fathom.models", "fathom.hosting")),
     ("capabilities", ("fathom.middleware", "fathom.tools")),
@@ -168,6 +168,26 @@ def test_every_module_opens_with_a_docstring() -> None:
         if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
     ]
     assert missing == []
+
+
+def test_failed_tool_answers_are_built_in_one_place() -> None:
+    """Only `fathom.tool_answers` builds a `ToolMessage` whose status is `"error"`."""
+    builders = []
+    for name, path in MODULES.items():
+        if name == "fathom.tool_answers":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ToolMessage"
+                and any(
+                    k.arg == "status" and isinstance(k.value, ast.Constant)
+                    and k.value.value == "error"
+                    for k in node.keywords
+                )
+            ):
+                builders.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert builders == []
 
 
 @pytest.mark.parametrize(

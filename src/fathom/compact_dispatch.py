@@ -23,6 +23,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 from langgraph.typing import ContextT, InputT, OutputT, StateT
 
+from fathom.tool_answers import tool_error
+
 __all__ = ["ELIDED_ARGS_KEY", "ToolArgsFromMessagesMiddleware", "compact_tool_dispatch"]
 
 ELIDED_ARGS_KEY = "fathom_args_in_message"
@@ -88,14 +90,13 @@ def _restored(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
         for original in message.tool_calls:
             if original.get("id") == call["id"]:
                 return request.override(tool_call={**original})
-    return ToolMessage(
+    return tool_error(
         content=(
             f"Error: the arguments of tool call {call['id']} could not be found in the "
             "conversation, so the call was not run. Call the tool again."
         ),
         tool_call_id=call["id"],
         name=call.get("name"),
-        status="error",
     )
 
 

@@ -21,6 +21,8 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from fathom.tool_answers import tool_error
+
 __all__ = ["AllowedToolsMiddleware"]
 
 
@@ -46,14 +48,13 @@ class AllowedToolsMiddleware(AgentMiddleware):
         name = request.tool_call["name"]
         if name in self.allowed:
             return None
-        return ToolMessage(
+        return tool_error(
             content=(
                 f"Error: tool {name!r} is not available to this agent. It may use only: "
                 f"{', '.join(sorted(self.allowed)) or 'no tools'}."
             ),
             tool_call_id=request.tool_call["id"],
             name=name,
-            status="error",
         )
 
     def wrap_model_call(

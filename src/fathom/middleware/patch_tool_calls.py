@@ -39,6 +39,8 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
+from fathom.tool_answers import tool_error
+
 __all__ = ["MAX_MALFORMED_RETRIES", "PatchToolCallsMiddleware", "patch_dangling_tool_calls"]
 
 MAX_MALFORMED_RETRIES = 3
@@ -46,14 +48,13 @@ MAX_MALFORMED_RETRIES = 3
 
 
 def _cancelled_result(call: ToolCall) -> ToolMessage:
-    return ToolMessage(
+    return tool_error(
         content=(
             f"Tool call {call['name']} (id {call['id']}) did not complete: the run stopped "
             "before it returned a result. Call it again if you still need it."
         ),
         tool_call_id=call["id"],
         name=call["name"],
-        status="error",
     )
 
 
@@ -117,14 +118,13 @@ def _malformed_results(message: AIMessage) -> list[ToolMessage]:
         name = call.get("name") or "(no name)"
         detail = f" ({call['error']})" if call.get("error") else ""
         results.append(
-            ToolMessage(
+            tool_error(
                 content=(
                     f"Error: the arguments of your call to {name} are not valid JSON{detail}. "
                     "Call the tool again with a JSON object of arguments."
                 ),
                 tool_call_id=call["id"],
                 name=name,
-                status="error",
             )
         )
     return results

@@ -17,6 +17,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.tool_answers import tool_error
 
 __all__ = ["PLANNING_PROMPT", "WRITE_TODOS_DESCRIPTION", "PlanningMiddleware", "Todo"]
 
@@ -56,11 +57,10 @@ def _calls_this_turn(runtime: ToolRuntime) -> int:
 
 def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command | ToolMessage:
     if _calls_this_turn(runtime) > 1:
-        return ToolMessage(
+        return tool_error(
             PARALLEL_CALLS_ERROR,
             tool_call_id=runtime.tool_call_id,
             name="write_todos",
-            status="error",
         )
     return Command(
         update={

@@ -39,6 +39,7 @@ from fathom.middleware.subagent_status import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
+from fathom.tool_answers import tool_error
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -540,14 +541,13 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
     ) -> tuple[CompiledSubAgent, dict[str, Any], RunnableConfig] | ToolMessage:
         spec = self.subagents.get(subagent_type)
         if spec is None:
-            return ToolMessage(
+            return tool_error(
                 content=(
                     f"Error: there is no subagent called {subagent_type!r}. Use one of: "
                     f"{', '.join(sorted(self.subagents))}."
                 ),
                 tool_call_id=runtime.tool_call_id,
                 name="task",
-                status="error",
             )
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         runnable = spec["runnable"]
@@ -613,8 +613,8 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             )
         # the artifact (never sent to the model) lets the stream end the subagent as failed
         detail = f"{type(error).__name__}: {error}"
-        return ToolMessage(content=text, tool_call_id=runtime.tool_call_id, name="task",
-                           status="error", artifact=subagent_failure_artifact(name, detail))
+        return tool_error(text, tool_call_id=runtime.tool_call_id, name="task",
+                          artifact=subagent_failure_artifact(name, detail))
 
     def _task(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
         prepared = self._prepare(runtime, description, subagent_type)

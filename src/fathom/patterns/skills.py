@@ -40,6 +40,8 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from fathom.tool_answers import tool_error
+
 __all__ = [
     "LOAD_SKILL_TOOL",
     "Skill",
@@ -199,14 +201,13 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
     def _load_skill(self, skill_name: str, runtime: ToolRuntime) -> Command | ToolMessage:
         skill = self.skills.get(skill_name)
         if skill is None:
-            return ToolMessage(
+            return tool_error(
                 content=(
                     f"Skill '{skill_name}' not found. "
                     f"Available skills: {', '.join(self.skills)}"
                 ),
                 tool_call_id=runtime.tool_call_id,
                 name=LOAD_SKILL_TOOL,
-                status="error",
             )
         message = ToolMessage(
             content=f"Loaded skill: {skill['name']}\n\n{skill['content']}",
@@ -254,9 +255,8 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
         error = require_skill(request.state, skill_name)
         if error is None:
             return None
-        return ToolMessage(
-            content=error, tool_call_id=call["id"], name=call["name"], status="error"
-        )
+        return tool_error(
+            content=error, tool_call_id=call["id"], name=call["name"])
 
     def wrap_tool_call(
         self,

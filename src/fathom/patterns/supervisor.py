@@ -52,6 +52,7 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from fathom.middleware.subagents import subagent_answer
+from fathom.tool_answers import tool_error
 
 __all__ = [
     "DEFAULT_SUPERVISOR_PROMPT",
@@ -173,14 +174,13 @@ def _no_checkpointer_error(config: RunnableConfig, label: str) -> RuntimeError |
 
 def _failure(tool_name: str, label: str, call_id: str | None, error: Exception) -> ToolMessage:
     logger.warning("subagent %r failed", label, exc_info=error)
-    return ToolMessage(
+    return tool_error(
         content=(
             f"Error: agent {label!r} failed: {type(error).__name__}: {error}. Its work is "
             "lost; retry with a clearer request or do it another way."
         ),
         tool_call_id=call_id,
         name=tool_name,
-        status="error",
     )
 
 
@@ -327,12 +327,11 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
     )
 
     def unknown(runtime: ToolRuntime, agent_name: str) -> ToolMessage:
-        return ToolMessage(
+        return tool_error(
             content=f"Error: there is no agent called {agent_name!r}. Use one of: "
             f"{', '.join(names)}.",
             tool_call_id=runtime.tool_call_id,
             name="task",
-            status="error",
         )
 
     def task(agent_name: str, description: str, runtime: ToolRuntime) -> ToolMessage:

@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from fathom.profiles.harness import SCAFFOLDING_MIDDLEWARE, HarnessProfile
 from fathom.prompt import AssembledSystemMessage, PromptSection, sections_of
+from fathom.tool_answers import tool_error
 
 __all__ = ["ProfileToolsMiddleware", "apply_profile", "check_exclusions_matched"]
 
@@ -77,9 +78,8 @@ class ProfileToolsMiddleware(AgentMiddleware):
         name = request.tool_call["name"]
         if name not in self.excluded:
             return None
-        return ToolMessage(content=f"Error: the tool `{name}` is not available.",
-                           tool_call_id=request.tool_call["id"] or "", name=name,
-                           status="error")
+        return tool_error(content=f"Error: the tool `{name}` is not available.",
+                           tool_call_id=request.tool_call["id"] or "", name=name)
 
     def wrap_tool_call(
         self,

@@ -39,6 +39,7 @@ from fathom.middleware.async_subagents.transport import (
     status_code,
 )
 from fathom.middleware.subagents import fork_messages
+from fathom.tool_answers import tool_error
 from fathom.tracing.settings import trace_metadata
 
 __all__ = ["TaskTracker", "build_async_tools", "check_report", "observe", "observed_record"]
@@ -138,7 +139,7 @@ LIST_DESCRIPTION = (
 
 
 def _error(text: str, runtime: ToolRuntime) -> ToolMessage:
-    return ToolMessage(text, tool_call_id=runtime.tool_call_id or "", status="error")
+    return tool_error(text, tool_call_id=runtime.tool_call_id or "")
 
 
 def _answer(text: Any, runtime: ToolRuntime, records: Mapping[str, AsyncTask]) -> Command:

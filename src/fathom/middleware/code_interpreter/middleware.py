@@ -33,6 +33,7 @@ from fathom.middleware.code_interpreter.session import (
 )
 from fathom.middleware.subagents import SubAgentMiddleware
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.tool_answers import tool_error
 
 __all__ = ["EVAL_TOOL_DESCRIPTION", "CodeInterpreterMiddleware", "require_monty"]
 
@@ -184,9 +185,9 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
     # -- the tool ----------------------------------------------------------------------
 
     def _eval_sync(self, code: str, runtime: ToolRuntime) -> ToolMessage:
-        return ToolMessage(
+        return tool_error(
             content="Error: eval runs only in async runs of the agent (ainvoke / astream).",
-            tool_call_id=runtime.tool_call_id, name="eval", status="error")
+            tool_call_id=runtime.tool_call_id, name="eval")
 
     def _clip(self, text: str) -> str:
         limit = self.limits.max_result_chars
@@ -222,8 +223,8 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
             text = f"Error: {out['error']}"
             if printed:
                 text += f"\n\nPrinted before the error:\n{printed}"
-            return ToolMessage(content=self._clip(text), tool_call_id=tool_call_id,
-                               name="eval", status="error")
+            return tool_error(content=self._clip(text), tool_call_id=tool_call_id,
+                               name="eval")
         parts = [printed.rstrip("\n")] if printed else []
         if out.get("result") is not None:
             parts.append(out["result"])

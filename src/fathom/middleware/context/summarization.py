@@ -61,6 +61,7 @@ from fathom.backends.protocol import BackendProtocol, resolve_backend
 from fathom.backends.state import StateBackend
 from fathom.models import resolve_model
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.tool_answers import tool_error
 
 __all__ = [
     "ARCHIVE_DIR",
@@ -969,14 +970,13 @@ def _compact_conversation(runtime: ToolRuntime) -> Command | ToolMessage:
     for message in reversed(state.get("messages", [])):
         if isinstance(message, AIMessage):
             if len(message.tool_calls) > 1:
-                return ToolMessage(
+                return tool_error(
                     content=(
                         "Error: compact_conversation must be the only tool call of its turn. "
                         "Finish the other calls, then call it alone."
                     ),
                     tool_call_id=runtime.tool_call_id,
                     name="compact_conversation",
-                    status="error",
                 )
             break
     message = ToolMessage(

@@ -18,6 +18,7 @@ from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.utils import IMAGE_EXTENSIONS, file_bytes, text_view
 from fathom.state import FileData
+from fathom.tool_answers import tool_error
 
 __all__ = [
     "LIST_LIMIT",
@@ -50,11 +51,10 @@ def error_message(
     `message` is text, or a backend's `BackendError` (worded by `describe_error`; `path`,
     the path the tool was called with, names the file when the error names none).
     """
-    return ToolMessage(
+    return tool_error(
         content=describe_error(message, path, tool=tool),
         tool_call_id=runtime.tool_call_id,
         name=tool,
-        status="error",
     )
 
 

@@ -54,6 +54,7 @@ from fathom.middleware.permissions import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FilesState, FilesystemState
+from fathom.tool_answers import tool_error
 
 __all__ = [
     "FILESYSTEM_PROMPT",
@@ -537,7 +538,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             or timeout <= cap
         ):
             return None
-        return ToolMessage(
+        return tool_error(
             content=(
                 f"Error: timeout {timeout:g}s is above the limit of {cap:g}s for one command; "
                 f"the command did not run. Run it again with a timeout of at most {cap:g}, "
@@ -545,7 +546,6 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             ),
             name="execute",
             tool_call_id=call.get("id") or "",
-            status="error",
         )
 
     def wrap_tool_call(

@@ -1,0 +1,46 @@
+"""The one place a failure becomes a model-facing tool answer.
+
+A tool call that fails (a refused path, an unknown tool, a crashed subagent, malformed
+arguments) answers the model with a `ToolMessage` whose `status` is `"error"`, so the model
+reads what happened and what to do, and the run goes on. Every middleware, tool and pattern
+builds those answers here (`tool_error`), and an exception caught at a tool-call boundary is
+worded here (`exception_text`): a `FathomError` by its own message (written for the reader),
+anything else by its type and message.
+
+Owns: `tool_error`, `exception_text`. Core layer: imports nothing of fathom but the error root.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+
+from fathom.errors import FathomError
+
+__all__ = ["exception_text", "tool_error"]
+
+
+def tool_error(
+    content: str, *, tool_call_id: str | None, name: str | None = None, artifact: Any = None
+) -> ToolMessage:
+    """The failed answer `content` to the tool call `tool_call_id` (of the tool `name`).
+
+    `artifact` travels with the message but is never sent to the model (a subagent's
+    failure record, for instance).
+    """
+    return ToolMessage(
+        content=content,
+        tool_call_id=tool_call_id or "",
+        name=name,
+        status="error",
+        artifact=artifact,
+    )
+
+
+def exception_text(error: BaseException) -> str:
+    """`error` in words for the model: a `FathomError`'s own message, else `Type: message`."""
+    if isinstance(error, FathomError):
+        return str(error) or type(error).__name__
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
