@@ -8,20 +8,5 @@
 Layer: capabilities. Imports the core and `fathom.backends`.
 """
 
-from fathom.middleware.filesystem.middleware import (
-    FILESYSTEM_PROMPT,
-    FILESYSTEM_TOOL_NAMES,
-    GREP_MAX_COUNT,
-    FilesystemMiddleware,
-    FilesystemState,
-    FsToolName,
-)
-
-__all__ = [
-    "FILESYSTEM_PROMPT",
-    "FILESYSTEM_TOOL_NAMES",
-    "GREP_MAX_COUNT",
-    "FilesystemMiddleware",
-    "FilesystemState",
-    "FsToolName",
-]
+from fathom.middleware.filesystem.middleware import *  # noqa: F403  (its __all__)
+from fathom.middleware.filesystem.middleware import __all__ as __all__
