@@ -35,7 +35,7 @@ def _real() -> ModuleType:
     sys.modules.pop(_NAME, None)
     try:
         return importlib.import_module(_NAME)
-    except BaseException:
+    except BaseException:  # cleanup: the stand-in goes back, the failure is re-raised
         if current is not None:
             sys.modules[_NAME] = current
         raise

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from fathom.middleware.async_subagents.transport import REMOTE_ERRORS
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["SERVER_TASK", "run_server_demo", "server_demo_model"]
@@ -213,7 +214,7 @@ def run_server_demo(*, out: TextIO | None = None) -> int:
         try:
             with log_path.open("w") as log, _served(deploy, log, say) as url:
                 names, final = _stream_one_run(url, say)
-        except Exception as error:  # a demo reports what went wrong, with the server's log
+        except (*REMOTE_ERRORS, RuntimeError) as error:  # RuntimeError: serve did not start
             say(f"error: {type(error).__name__}: {error}")
             say(log_path.read_text(errors="replace")[-3000:] if log_path.exists() else "")
             return 1

@@ -36,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from fathom.cli.display import Display, RunStatus
 from fathom.cli.session import PendingApproval, TurnResult, final_answer
 from fathom.errors import FathomError
+from fathom.middleware.async_subagents.transport import REMOTE_ERRORS
 from fathom.project.events import EventTranslator
 from fathom.project.threads import ThreadInfo
 from fathom.usage import UNNAMED_AGENT, AgentTotals, AgentUsage
@@ -201,7 +202,7 @@ class RemoteThreads:
         """The thread with this id, or `None` when the server has none."""
         try:
             return self._info(self._client.threads.get(thread_id))
-        except Exception as error:  # the SDK raises httpx errors
+        except REMOTE_ERRORS as error:
             if getattr(getattr(error, "response", None), "status_code", None) in (404, 422):
                 return None
             raise
@@ -212,7 +213,7 @@ class RemoteThreads:
         try:
             found = self._client.threads.search(limit=100, sort_by="updated_at",
                                                 sort_order="desc")  # fmt: skip
-        except Exception as error:  # httpx errors: the server went away
+        except REMOTE_ERRORS as error:  # the server went away
             print(f"fathom: {_connection_problem(self._url, error)}", file=sys.stderr)
             return []
         return [self._info(t) for t in found]
@@ -269,7 +270,7 @@ class RemoteSession:
         client = _client(url)
         try:
             assistants = client.assistants.search(limit=100)
-        except Exception as error:  # httpx errors: down, refused, not an Agent Protocol server
+        except REMOTE_ERRORS as error:  # down, refused, not an Agent Protocol server
             raise ServerUnavailable(_connection_problem(url, error)) from error
         if not assistants:
             raise ServerUnavailable(f"{url} serves no assistants")
@@ -335,7 +336,7 @@ class RemoteSession:
             self._cancel(thread_id, run_id)
         except BrokenPipeError:
             raise
-        except Exception as error:  # lost connection, refused run: shown, the loop goes on
+        except REMOTE_ERRORS as error:  # lost connection, refused run: shown, the loop goes on
             status = "error"
             detail = _connection_problem(self.setup.server_url, error)
         values: dict[str, Any] = {}
@@ -345,7 +346,7 @@ class RemoteSession:
             values = _values(state)
             self._remember_files(values)
             approvals = _pending(state) if status == "done" else []
-        except Exception as error:  # the server went away: the turn already says so
+        except REMOTE_ERRORS as error:  # the server went away: the turn already says so
             if status == "done":
                 status, detail = "error", _connection_problem(self.setup.server_url, error)
         if approvals:
@@ -410,7 +411,7 @@ class RemoteSession:
             return
         try:
             self._client.runs.cancel(thread_id, run_id)
-        except Exception as error:  # the run may have ended meanwhile
+        except REMOTE_ERRORS as error:  # the run may have ended meanwhile
             logger.info("cancelling run %s: %s", run_id, error)
 
     def pending(self, thread_id: str) -> list[PendingApproval]:
@@ -420,7 +421,7 @@ class RemoteSession:
             state = self._client.threads.get_state(thread_id)
             self._remember_files(_values(state))
             return _pending(state)
-        except Exception as error:  # httpx errors: the server went away
+        except REMOTE_ERRORS as error:  # the server went away
             self.display.error(_connection_problem(self.setup.server_url, error))
             return []
 
@@ -467,7 +468,7 @@ def attach(args: argparse.Namespace) -> int:
             thread_id, existed = _thread_for(args, session)
         except ServerUnavailable as error:
             return _fail(f"fathom: {error}")
-        except Exception as error:  # the server went away between two calls
+        except REMOTE_ERRORS as error:  # the server went away between two calls
             return _fail(f"fathom: {_connection_problem(url, error)}")
         if task is not None:
             return _one_turn(session, thread_id, task)

@@ -87,6 +87,7 @@ def _error_text(error: BaseException) -> str:
 
 async def _live(client: LangGraphClient, task: Mapping[str, Any]) -> TaskRow:
     from fathom.middleware.async_subagents.tasks import task_status
+    from fathom.middleware.async_subagents.transport import REMOTE_ERRORS
     from fathom.usage import task_usage
 
     task_id = str(task["task_id"])
@@ -103,7 +104,7 @@ async def _live(client: LangGraphClient, task: Mapping[str, Any]) -> TaskRow:
         elif run.get("status") == "success" and thread.get("status") in ("busy", "error"):
             newest = await client.runs.list(thread_id, limit=1)
             run = newest[0] if newest else run
-    except Exception as error:  # the SDK raises untyped errors; show what is known
+    except REMOTE_ERRORS as error:  # the server cannot say: show what is known
         return TaskRow(status=recorded, calls=None, tokens=None,
                        note=f"not refreshed: {_error_text(error)}", **base)
     status = task_status(run, thread)

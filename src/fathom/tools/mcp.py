@@ -99,18 +99,16 @@ class _Server:
                     async with asyncio.timeout(self.config.timeout):
                         session = await stack.enter_async_context(client.session(name))
                         self.tools = await load_mcp_tools(session, server_name=name)
-                except Exception as error:
-                    cause = describe_error(error)
-                    if isinstance(error, TimeoutError):
-                        cause = (f"did not start within {self.config.timeout:g} s (raise "
-                                 "`timeout` in its configuration if it is slow to start)")
-                    self._fail("failed", cause)
+                except TimeoutError:
+                    self._fail("failed", f"did not start within {self.config.timeout:g} s (raise "
+                               "`timeout` in its configuration if it is slow to start)")
                     return
                 self.status.state = "connected"
                 self.status.tools = [self.config.prefix + tool.name for tool in self.tools]
                 ready.set_result(None)
                 await self.stop.wait()
-        except Exception as error:  # before it started: failed; after: the server is gone
+        except Exception as error:  # boundary: the session; failed to start, or the server died
+            logger.debug("MCP server %r stopped", name, exc_info=True)
             self._fail("gone" if ready.done() else "failed", describe_error(error))
         finally:
             if self.status.state == "connected":
@@ -269,7 +267,7 @@ def _wrap(servers: McpServers, server: _Server, tool: BaseTool) -> BaseTool:
             raise ToolException(
                 f"MCP tool {name} did not answer within {server.config.tool_timeout:g} s"
             ) from error
-        except Exception as error:
+        except Exception as error:  # boundary: a tool call; re-raised as the tool's error
             if _is_disconnect(error) or server.status.state != "connected":
                 server.gone(describe_error(error))
                 raise ToolException(_gone_message(server)) from error

@@ -39,10 +39,11 @@ Runs outside a server (plain `ainvoke`) have no run id and report nothing; the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from langchain.agents.middleware.types import (
@@ -63,6 +64,7 @@ from fathom.middleware.async_subagents.tasks import (
     final_blocks,
     update_message,
 )
+from fathom.middleware.async_subagents.transport import REMOTE_ERRORS, status_code
 from fathom.usage import TASK_USAGE_KEY
 
 if TYPE_CHECKING:
@@ -187,10 +189,6 @@ def _client_for(parent: ParentReference) -> LangGraphClient | None:
     return _cached(_url_clients.setdefault(url, {}), lambda: get_client(url=url))
 
 
-def _status_code(error: BaseException) -> int | None:
-    return getattr(getattr(error, "response", None), "status_code", None)
-
-
 async def wake_parent(
     client: LangGraphClient,
     parent: ParentReference,
@@ -200,8 +198,8 @@ async def wake_parent(
 ) -> bool:
     """Start a run on the parent's thread with `message` as input, if the thread is idle.
 
-    Returns whether a run was started. Never raises: a missing thread (404) or one that
-    became busy (409, `reject`) is logged at debug level, anything else as a warning.
+    Returns whether a run was started. Server failures do not raise: a missing thread (404)
+    or one that became busy (409, `reject`) is logged at debug level, any other as a warning.
     """
     thread_id, assistant_id = parent.get("thread_id"), parent.get("assistant_id")
     if not thread_id or not assistant_id:
@@ -219,8 +217,8 @@ async def wake_parent(
             multitask_strategy="reject",
             context=dict(context) if context else None,
         )
-    except Exception as error:  # the SDK raises untyped errors; never fail the child
-        quiet = _status_code(error) in (404, 409)
+    except REMOTE_ERRORS as error:
+        quiet = status_code(error) in (404, 409)
         (logger.debug if quiet else logger.warning)(
             "could not wake parent thread %s: %s", thread_id, error, exc_info=not quiet
         )
@@ -278,14 +276,8 @@ class ParentNotifierMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Count the call and its tokens; remember a failure's type for the notification."""
         record = _record_for(request.runtime.context)
-        try:
+        with _noting_failure(record):
             response = await handler(request)
-        except GraphInterrupt:
-            raise
-        except Exception as error:
-            if record is not None:
-                record.failure = record.failure or type(error).__name__
-            raise
         if record is not None:
             record.calls += 1
             for message in response.result:
@@ -301,15 +293,21 @@ class ParentNotifierMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[Any]],
     ) -> Any:
         """Remember the type of an exception that escapes a tool (it fails the run)."""
-        record = _record_for(request.runtime.context)
-        try:
+        with _noting_failure(_record_for(request.runtime.context)):
             return await handler(request)
-        except GraphInterrupt:
-            raise
-        except Exception as error:
-            if record is not None:
-                record.failure = record.failure or type(error).__name__
-            raise
+
+
+@contextlib.contextmanager
+def _noting_failure(record: _RunRecord | None) -> Iterator[None]:
+    """Note the type of the first exception that fails the run in `record`; re-raise it."""
+    try:
+        yield
+    except GraphInterrupt:
+        raise
+    except Exception as error:  # boundary: a model or tool call of the run; re-raised
+        if record is not None:
+            record.failure = record.failure or type(error).__name__
+        raise
 
 
 def _record_for(context: object) -> _RunRecord | None:
@@ -356,13 +354,13 @@ async def _join(client: LangGraphClient, thread_id: str, run_id: str) -> dict[st
     for _ in range(_MAX_JOIN_ATTEMPTS):
         try:
             await client.runs.join(thread_id, run_id)
-        except Exception as error:  # a long run can outlast one join request
-            if _status_code(error) == 404:
+        except REMOTE_ERRORS as error:  # a long run can outlast one join request
+            if status_code(error) == 404:
                 return None
             logger.debug("join of run %s ended early: %s", run_id, error)
         try:
             run = await client.runs.get(thread_id, run_id)
-        except Exception:
+        except REMOTE_ERRORS:
             logger.debug("could not read run %s", run_id, exc_info=True)
             return None
         if run.get("status") not in ("pending", "running"):
@@ -402,7 +400,7 @@ async def _report_when_done(client: LangGraphClient, run_id: str, record: _RunRe
         parent_client = _client_for(record.parent)
         if parent_client is not None:
             await wake_parent(parent_client, record.parent, message, context=record.context)
-    except Exception:  # a report must never hurt the child or its server
+    except Exception:  # boundary: a background report never hurts the child or its server
         logger.warning("could not report the end of run %s to its parent", run_id, exc_info=True)
 
 
@@ -417,6 +415,6 @@ async def _add_usage(
               for key in ("calls", "input_tokens", "output_tokens")}
     try:
         await client.threads.update(record.thread_id, metadata={USAGE_METADATA_KEY: totals})
-    except Exception:
+    except REMOTE_ERRORS:
         logger.warning("could not record usage on thread %s", record.thread_id, exc_info=True)
 

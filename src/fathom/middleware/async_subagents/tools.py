@@ -2,13 +2,15 @@
 
 Every failure (an unknown subagent type, an unknown or truncated task id, a server that
 is down or answers 404/409, sync invocation where only the async path can work) comes
-back as a tool answer with `status="error"`; nothing raises out of a tool, and the
-`async_tasks` records change only when the server confirmed the change.
+back as a tool answer with `status="error"`; nothing raises out of a tool (the unexpected
+is logged and answered too), and the `async_tasks` records change only when the server
+confirmed the change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
@@ -32,6 +34,7 @@ from fathom.middleware.async_subagents.tasks import (
     task_status,
 )
 from fathom.middleware.async_subagents.transport import (
+    REMOTE_ERRORS,
     ClientPool,
     create_run,
     describe_error,
@@ -39,7 +42,7 @@ from fathom.middleware.async_subagents.transport import (
     status_code,
 )
 from fathom.middleware.subagents import fork_messages
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import exception_text, tool_error
 from fathom.tracing.settings import trace_metadata
 
 __all__ = ["TaskTracker", "build_async_tools", "check_report", "observe", "observed_record"]
@@ -222,7 +225,7 @@ async def _failure_detail(client: LangGraphClient, run: Mapping[str, Any]) -> st
     servers that keep it); `None` when the server does not say."""
     try:
         output = await asyncio.wait_for(client.runs.join(run["thread_id"], run["run_id"]), 5)
-    except Exception:
+    except REMOTE_ERRORS:
         logger.debug("reading why run %s failed failed", run.get("run_id"), exc_info=True)
         return None
     error = output.get("__error__") if isinstance(output, Mapping) else None
@@ -323,7 +326,7 @@ class TaskTracker:
                 thread["thread_id"], spec["graph_id"], input={"messages": messages},
                 **self.run_options(spec, runtime),
             )
-        except Exception as error:
+        except REMOTE_ERRORS as error:
             logger.warning("launching async subagent %r failed", subagent_type, exc_info=True)
             return _error(
                 f"Could not launch async subagent `{subagent_type}`: "
@@ -355,7 +358,7 @@ class TaskTracker:
                           "this agent no longer has.", runtime)
         try:
             run, thread = await observe(self.clients.get(spec), task)
-        except Exception as error:
+        except REMOTE_ERRORS as error:
             return _error(f"Could not get the status of task {task['task_id']}: "
                           f"{describe_error(error, spec)}. Its last known status is "
                           f"{task['status']!r}.", runtime)
@@ -400,7 +403,7 @@ class TaskTracker:
                 multitask_strategy=strategy, active_run_id=task["run_id"],
                 **self.run_options(spec, runtime),
             )
-        except Exception as error:
+        except REMOTE_ERRORS as error:
             logger.warning("updating task %s failed", task["task_id"], exc_info=True)
             return _error(f"Could not update task {task['task_id']}: "
                           f"{describe_error(error, spec)}. Nothing was sent.", runtime)
@@ -434,7 +437,7 @@ class TaskTracker:
             try:
                 client = self.clients.get(spec)
                 await client.runs.cancel(task["thread_id"], task["run_id"])
-            except Exception as error:
+            except REMOTE_ERRORS as error:
                 return await self._cancel_failed(client, spec, task, error, runtime)
             await self._cancel_earlier(client, task)
         now = now_iso()
@@ -449,7 +452,7 @@ class TaskTracker:
         if client is not None and status_code(error) in (404, 409):
             try:
                 run, thread = await observe(client, task)
-            except Exception:
+            except REMOTE_ERRORS:
                 logger.debug("reading task %s after a failed cancel failed", task["task_id"],
                              exc_info=True)
             else:
@@ -470,7 +473,7 @@ class TaskTracker:
                 run = await client.runs.get(task["thread_id"], run_id)
                 if run["status"] in ("pending", "running"):
                     await client.runs.cancel(task["thread_id"], run_id)
-            except Exception:
+            except REMOTE_ERRORS:
                 logger.warning("cancelling earlier run %s of task %s failed", run_id,
                                task["task_id"], exc_info=True)
 
@@ -484,7 +487,7 @@ class TaskTracker:
             return None
         try:
             run, thread = await asyncio.wait_for(observe(self.clients.get(spec), task), timeout)
-        except Exception:
+        except Exception:  # boundary: a refresh before a model call never fails the run
             logger.warning("reading the status of task %s failed", task["task_id"], exc_info=True)
             return None
         return task_status(run, thread), str(run.get("run_id", task["run_id"])), run, thread
@@ -558,35 +561,33 @@ def build_async_tools(tracker: TaskTracker) -> list[StructuredTool]:
         UPDATE_ENQUEUE_NOTE.format(agents=queued) if queued else ""
     )
 
-    async def start_async_task(description: str, subagent_type: str, runtime: ToolRuntime) -> Any:
-        return await tracker.start(description, subagent_type, runtime)
-
-    async def check_async_task(task_id: str, runtime: ToolRuntime) -> Any:
-        return await tracker.check(task_id, runtime)
-
-    async def update_async_task(task_id: str, message: str, runtime: ToolRuntime) -> Any:
-        return await tracker.update(task_id, message, runtime)
-
-    async def cancel_async_task(task_id: str, runtime: ToolRuntime) -> Any:
-        return await tracker.cancel(task_id, runtime)
-
-    async def list_async_tasks(
-        runtime: ToolRuntime, status_filter: StatusFilter | None = None
-    ) -> Any:
-        return await tracker.list(runtime, status_filter)
-
     table = [
-        ("start_async_task", start_async_task, START_DESCRIPTION.format(available_agents=agents),
+        ("start_async_task", tracker.start, START_DESCRIPTION.format(available_agents=agents),
          StartAsyncTaskSchema),
-        ("check_async_task", check_async_task, CHECK_DESCRIPTION, CheckAsyncTaskSchema),
-        ("update_async_task", update_async_task, update_description, UpdateAsyncTaskSchema),
-        ("cancel_async_task", cancel_async_task, CANCEL_DESCRIPTION, CancelAsyncTaskSchema),
-        ("list_async_tasks", list_async_tasks, LIST_DESCRIPTION, ListAsyncTasksSchema),
+        ("check_async_task", tracker.check, CHECK_DESCRIPTION, CheckAsyncTaskSchema),
+        ("update_async_task", tracker.update, update_description, UpdateAsyncTaskSchema),
+        ("cancel_async_task", tracker.cancel, CANCEL_DESCRIPTION, CancelAsyncTaskSchema),
+        ("list_async_tasks", tracker.list, LIST_DESCRIPTION, ListAsyncTasksSchema),
     ]
-    return [
-        StructuredTool.from_function(
-            name=name, func=_sync(tracker, name, coroutine), coroutine=coroutine,
-            description=description, args_schema=schema, infer_schema=False,
-        )
-        for name, coroutine, description, schema in table
-    ]
+    return [_tool(tracker, *row) for row in table]
+
+
+def _tool(
+    tracker: TaskTracker, name: str, step: Callable[..., Coroutine[Any, Any, Any]],
+    description: str, schema: type[BaseModel],
+) -> StructuredTool:
+    """The tool `name` over one of `tracker`'s steps; whatever else the step raises (a bug
+    in a server that hosts the subagent in process, raised through the SDK) is answered."""
+
+    @functools.wraps(step)
+    async def coroutine(*args: Any, runtime: ToolRuntime, **kwargs: Any) -> Any:
+        try:
+            return await step(*args, runtime=runtime, **kwargs)
+        except Exception as error:  # boundary: a tool call never raises into the run
+            logger.exception("%s failed", name)
+            return _error(f"{name} failed: {exception_text(error)}", runtime)
+
+    return StructuredTool.from_function(
+        name=name, func=_sync(tracker, name, coroutine), coroutine=coroutine,
+        description=description, args_schema=schema, infer_schema=False,
+    )

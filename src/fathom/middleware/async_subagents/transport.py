@@ -25,11 +25,24 @@ import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
+from fathom.errors import FathomError
 from fathom.middleware.async_subagents.tasks import AsyncSubAgent
+from fathom.tool_answers import exception_text
 
-__all__ = ["ClientPool", "create_run", "describe_error", "read_thread", "status_code"]
+__all__ = ["REMOTE_ERRORS", "ClientPool", "NoServerError", "create_run", "describe_error",
+           "read_thread", "status_code"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
+
+
+class NoServerError(FathomError, RuntimeError):
+    """An async subagent without a url, and no Agent Protocol server in process to run it."""
+
+
+REMOTE_ERRORS = (httpx.HTTPError, OSError, ValueError, NoServerError)
+"""What a failed call to an Agent Protocol server through `langgraph_sdk` raises: httpx's
+errors (the SDK's own are `httpx.HTTPStatusError`s), `OSError` (timeouts too), `ValueError`
+(a body that is not JSON), and `NoServerError`."""
 
 _KEY_VARIABLES = ("LANGGRAPH_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "FATHOM_API_KEY")
 
@@ -86,7 +99,7 @@ class ClientPool:
         if app is None:
             # not under a fathom app: langgraph-api's own in-process transport, if any
             if importlib.util.find_spec("langgraph_api") is None:
-                raise RuntimeError(
+                raise NoServerError(
                     "no Agent Protocol server hosts this agent, so an async subagent without "
                     "a url has nowhere to run: serve the agent with `fathom serve` (or "
                     "fathom.server.create_app), or give the spec a url"
@@ -131,7 +144,7 @@ def describe_error(error: BaseException, spec: AsyncSubAgent) -> str:
     code = status_code(error)
     if code is not None:
         return f"the server at {where} answered {code}: {_detail(error)}"
-    return f"{type(error).__name__}: {error}"
+    return exception_text(error)
 
 
 async def read_thread(client: LangGraphClient, thread_id: str) -> dict[str, Any]:
