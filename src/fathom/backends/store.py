@@ -31,7 +31,7 @@ from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
-from fathom.backends.utils import delete_target, file_bytes, invalid_path, read_window
+from fathom.backends.utils import delete_target, file_bytes, invalid_path
 from fathom.state import FileData
 
 __all__ = [
@@ -365,19 +365,27 @@ def _ls_plan(path: str) -> Generator[_Op, Any, protocol.LsResult]:
     return protocol.LsResult(error=result.error, entries=listing.strip(result.entries))
 
 
-def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, protocol.ReadResult]:
+def _file_plan(file_path: str) -> Generator[_Op, Any, tuple[str, _Snapshot] | BackendError]:
+    """The normalised `file_path` and a snapshot that answers for it: the stored file alone,
+    or, when no key is there, the whole namespace (to tell a directory from a missing file)."""
     try:
         path = normalize_path(file_path)
     except PathError as error:
-        return protocol.ReadResult(error=invalid_path(file_path, error))
+        return invalid_path(file_path, error)
     item: Item | None = yield _Get(path)
     if item is None:
         listing = yield from _list_all()
-        return listing.for_listing().read(path, offset, limit)
+        return path, listing.for_listing()
     data = _file_data(item)
-    if data is None:
-        return protocol.ReadResult(error=_unreadable(path))
-    return read_window(data, offset, limit, path)
+    return (path, _Snapshot({path: data})) if data is not None else _unreadable(path)
+
+
+def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, protocol.ReadResult]:
+    found = yield from _file_plan(file_path)
+    if isinstance(found, BackendError):
+        return protocol.ReadResult(error=found)
+    path, snapshot = found
+    return snapshot.read(path, offset, limit)
 
 
 def _grep_plan(
@@ -422,18 +430,11 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.Wr
 def _edit_plan(
     file_path: str, old_string: str, new_string: str, replace_all: bool
 ) -> Generator[_Op, Any, protocol.EditResult]:
-    try:
-        path = normalize_path(file_path)
-    except PathError as error:
-        return protocol.EditResult(error=invalid_path(file_path, error))
-    item: Item | None = yield _Get(path)
-    if item is None:
-        listing = yield from _list_all()  # to tell a directory from a missing file
-        return listing.for_listing().edit(path, old_string, new_string, replace_all)
-    data = _file_data(item)
-    if data is None:
-        return protocol.EditResult(error=_unreadable(path))
-    result = _Snapshot({path: data}).edit(path, old_string, new_string, replace_all)
+    found = yield from _file_plan(file_path)
+    if isinstance(found, BackendError):
+        return protocol.EditResult(error=found)
+    path, snapshot = found
+    result = snapshot.edit(path, old_string, new_string, replace_all)
     new_data = (result.files_update or {}).get(path)
     if result.error or new_data is None:
         return result
