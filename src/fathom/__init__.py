@@ -6,10 +6,10 @@ command's `--help`) does not load LangChain and LangGraph until they are needed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fathom import _aliases, _deferred_httpx_cli
+from fathom._lazy import lazy_exports
 
 # LangGraph imports httpx; its command-line module (click, rich, pygments) waits until used
 _deferred_httpx_cli.install()
@@ -115,15 +115,4 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fathom' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
 )
 from langchain_core.messages import SystemMessage
+
+from fathom.call_hooks import ModelRequestRewrite
 
 __all__ = [
     "BASE_PROMPT",
@@ -36,6 +37,7 @@ __all__ = [
     "SectionPromptMixin",
     "Stability",
     "add_prompt_section",
+    "check_prompt_template",
     "render_sections",
     "sections_of",
     "tool_sort_key",
@@ -165,6 +167,20 @@ def add_prompt_section(request: ModelRequest, section: PromptSection) -> ModelRe
     return request.override(system_message=with_section(request.system_message, section))
 
 
+def check_prompt_template(system_prompt: object, slot: str, fills: str, without: str) -> None:
+    """Refuse a `system_prompt=` that is neither `None` nor a str holding `{slot}`, where a
+    middleware renders what `fills` names; `without` says what `None` does instead."""
+    if system_prompt is None:
+        return
+    if not isinstance(system_prompt, str):
+        raise TypeError(f"system_prompt must be a str or None, not {type(system_prompt).__name__}")
+    if f"{{{slot}}}" not in system_prompt:
+        raise ValueError(
+            f"system_prompt must contain the `{{{slot}}}` slot where {fills} go; add it, or "
+            f"pass None to {without}."
+        )
+
+
 def tool_sort_key(tool: Any) -> str:
     """Key that gives tool schemas one fixed order: by name."""
     name = getattr(tool, "name", None)
@@ -175,7 +191,7 @@ def tool_sort_key(tool: Any) -> str:
     return str(name)
 
 
-class PromptAssemblyMiddleware(AgentMiddleware):
+class PromptAssemblyMiddleware(ModelRequestRewrite, AgentMiddleware):
     """Innermost middleware: fixes tool order and hands the model a plain-text system prompt.
 
     Sections added by other middleware are already rendered stable-first; this step sorts
@@ -200,27 +216,15 @@ class PromptAssemblyMiddleware(AgentMiddleware):
         self._last_system = plain
         return plain
 
-    def _assemble(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
         tools = sorted(request.tools, key=tool_sort_key)
         message = request.system_message
         if isinstance(message, AssembledSystemMessage):
             message = self._plain(message)
         return request.override(tools=tools, system_message=message)
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._assemble(request))
 
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._assemble(request))
-
-
-class SectionPromptMixin:
+class SectionPromptMixin(ModelRequestRewrite):
     """Adds `self.section` to the system prompt of every model call.
 
     Put it before the middleware base class (`class M(SectionPromptMixin, AgentMiddleware)`)
@@ -252,17 +256,8 @@ class SectionPromptMixin:
         self._last_assembled = (message, section, assembled)
         return request.override(system_message=assembled)
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_section(request))
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        return self._with_section(request)
 
 
 class PromptSectionMiddleware(SectionPromptMixin, AgentMiddleware):

@@ -10,7 +10,7 @@ not with the number of steps times the size of the filesystem.
 # `NotRequired`/`Required` markers at class creation, or every key reads as required at
 # runtime (`__required_keys__`), which LangGraph and callers inspect.
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal, NotRequired, Required
+from typing import Annotated, Literal, NotRequired, Required, TypeVar
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AnyMessage
@@ -27,6 +27,7 @@ __all__ = [
     "FilesUpdate",
     "FilesystemState",
     "merge_files",
+    "merge_update",
     "reduce_files",
 ]
 
@@ -55,15 +56,25 @@ replaying up to this many small writes on load is cheap by comparison.
 """
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def merge_update(current: Mapping[K, V] | None, update: Mapping[K, V | None] | None) -> dict[K, V]:
+    """`current` with `update` applied: a value replaces the key's, `None` removes the key
+    (how the `files` channel and a workflow's `results` merge)."""
+    merged = dict(current or {})
+    for key, value in (update or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
 def merge_files(current: Mapping[str, FileData] | None, update: FilesUpdate | None) -> dict:
     """Apply one `files` update to a mapping and return the new mapping."""
-    merged = dict(current or {})
-    for path, data in (update or {}).items():
-        if data is None:
-            merged.pop(path, None)
-        else:
-            merged[path] = data
-    return merged
+    return merge_update(current, update)
 
 
 def reduce_files(current: Mapping[str, FileData] | None, writes: Sequence[FilesUpdate]) -> dict:

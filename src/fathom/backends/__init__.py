@@ -1,7 +1,8 @@
 """Backends: where the agent's files live."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fathom._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fathom.backends.base import BackendBase
@@ -108,15 +109,4 @@ __all__ = [
     "supports_execute",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

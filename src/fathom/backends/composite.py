@@ -11,40 +11,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Self
 
+from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
-from fathom.backends.protocol import (
-    BackendProtocol,
-    DeleteResult,
-    ExecuteResponse,
-    FileDownloadResponse,
-    FileInfo,
-    FileUploadResponse,
-    GlobResult,
-    GrepMatch,
-    GrepResult,
-    LsResult,
-    OperationFailed,
-    Plan,
-    PlannedBackend,
-    ReadResult,
-    UploadResults,
-    adopt,
-    call,
-    cap_grep,
-    error_result,
-    resolve_backend,
-    supports_delete,
-    supports_execute,
-)
 from fathom.backends.state import StateBackend
-from fathom.backends.utils import invalid_path, pattern_error
+from fathom.backends.utils import delete_target, invalid_path, pattern_error
 from fathom.state import FilesUpdate
 
 __all__ = ["CompositeBackend"]
 
-Child = BackendProtocol | Callable[[Any], BackendProtocol]
+Child = protocol.BackendProtocol | Callable[[Any], protocol.BackendProtocol]
 
 
 def _route_prefix(prefix: str) -> str:
@@ -57,7 +34,7 @@ def _route_prefix(prefix: str) -> str:
     return normalized
 
 
-class CompositeBackend(PlannedBackend):
+class CompositeBackend(protocol.PlannedBackend):
     """Routes each path to the backend of its longest matching prefix.
 
     `routes` maps prefixes such as `"/memories/"` to backends (or factories); everything
@@ -86,14 +63,14 @@ class CompositeBackend(PlannedBackend):
             raise ValueError(
                 f"artifacts_root {artifacts_root!r} is not a usable path: {error}"
             ) from None
-        self.default = adopt(default)
+        self.default = protocol.adopt(default)
         normalized: dict[str, Child] = {}
         for prefix, child in routes.items():
             key = _route_prefix(prefix)
             if key in normalized:
                 raise ValueError(f"Two routes normalise to the same prefix {key!r}.")
             normalized[key] = child.mounted_at(key) if isinstance(child, StateBackend) else child
-            normalized[key] = adopt(normalized[key])
+            normalized[key] = protocol.adopt(normalized[key])
         self.routes: dict[str, Child] = dict(
             sorted(normalized.items(), key=lambda item: -len(item[0]))
         )
@@ -102,10 +79,10 @@ class CompositeBackend(PlannedBackend):
         """A composite whose backends each serve `runtime` (factories are called here)."""
         bound = object.__new__(type(self))
         bound.artifacts_root = self.artifacts_root
-        bound.default = resolve_backend(self.default, runtime)
+        bound.default = protocol.resolve_backend(self.default, runtime)
         bound.routes = {}
         for prefix, child in self.routes.items():
-            routed = resolve_backend(child, runtime)
+            routed = protocol.resolve_backend(child, runtime)
             if isinstance(routed, StateBackend):
                 routed = routed.mounted_at(prefix)
             bound.routes[prefix] = routed
@@ -161,28 +138,34 @@ class CompositeBackend(PlannedBackend):
 
     # -- listing and search --------------------------------------------------------------
 
-    def _ls(self, path: str) -> Plan[LsResult]:
+    def _ls(self, path: str) -> protocol.Plan[protocol.LsResult]:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return LsResult(error=invalid_path(path, error))
+            return protocol.LsResult(error=invalid_path(path, error))
         prefix, child, inner = self._owner(directory)
-        result = yield call(child, "ls", inner)
+        result = yield protocol.call(child, "ls", inner)
         return self._merge_ls(directory, prefix, result)
 
-    def _merge_ls(self, directory: str, prefix: str, result: LsResult) -> LsResult:
-        entries: dict[str, FileInfo] = {}
+    def _merge_ls(
+        self, directory: str, prefix: str, result: protocol.LsResult
+    ) -> protocol.LsResult:
+        entries: dict[str, protocol.FileInfo] = {}
         for entry in result.entries or []:
             outer = self._outer(prefix, entry["path"])
             if not self._shadowed(prefix, outer):
-                entries[outer] = FileInfo(**{**entry, "path": outer})
+                entries[outer] = protocol.FileInfo(**{**entry, "path": outer})
         for route in self.routes:
             if len(route) > len(prefix) and route.startswith(directory) and route != directory:
                 child_dir = directory + route[len(directory) :].split("/", 1)[0] + "/"
-                entries.setdefault(child_dir, FileInfo(path=child_dir, is_dir=True))
+                entries.setdefault(child_dir, protocol.FileInfo(path=child_dir, is_dir=True))
         if result.error and not entries:
-            return result if prefix == "/" else LsResult(error=self._outer_error(prefix, result))
-        return LsResult(entries=[entries[key] for key in sorted(entries)])
+            return (
+                result
+                if prefix == "/"
+                else protocol.LsResult(error=self._outer_error(prefix, result))
+            )
+        return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def _outer_error(self, prefix: str, result: Any) -> Any:
         """A routed backend's error with its path shown as the full path.
@@ -212,13 +195,13 @@ class CompositeBackend(PlannedBackend):
             return pattern_error(pattern, error)
         return directory
 
-    def _glob(self, pattern: str, path: str | None = None) -> Plan[GlobResult]:
+    def _glob(self, pattern: str, path: str | None = None) -> protocol.Plan[protocol.GlobResult]:
         directory = self._glob_check(pattern, path)
         if isinstance(directory, BackendError):
-            return GlobResult(error=directory)
+            return protocol.GlobResult(error=directory)
         results = []
         for prefix, child, inner in self._sources(directory):
-            result = yield call(child, "glob", self._pattern_for(pattern), inner)
+            result = yield protocol.call(child, "glob", self._pattern_for(pattern), inner)
             results.append((prefix, result))
         return self._merge_glob(directory, pattern, results)
 
@@ -231,14 +214,14 @@ class CompositeBackend(PlannedBackend):
         return None
 
     def _merge_glob(
-        self, directory: str, pattern: str, results: list[tuple[str, GlobResult]]
-    ) -> GlobResult:
-        matches: dict[str, FileInfo] = {}
+        self, directory: str, pattern: str, results: list[tuple[str, protocol.GlobResult]]
+    ) -> protocol.GlobResult:
+        matches: dict[str, protocol.FileInfo] = {}
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
         truncated = False
         reason = None
         if (error := self._route_error(results)) is not None:
-            return GlobResult(error=error)
+            return protocol.GlobResult(error=error)
         for prefix, result in results:
             if result.error:
                 continue
@@ -253,9 +236,9 @@ class CompositeBackend(PlannedBackend):
                     if not glob_matches(pattern, outer[len(directory) :], budget):
                         continue
                 except GlobError as error:
-                    return GlobResult(error=pattern_error(pattern, error))
-                matches[outer] = FileInfo(**{**entry, "path": outer})
-        return GlobResult(
+                    return protocol.GlobResult(error=pattern_error(pattern, error))
+                matches[outer] = protocol.FileInfo(**{**entry, "path": outer})
+        return protocol.GlobResult(
             matches=[matches[key] for key in sorted(matches)],
             truncated=truncated,
             truncation_reason=reason,
@@ -289,29 +272,29 @@ class CompositeBackend(PlannedBackend):
     def _grep(
         self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
         context_lines: int,
-    ) -> Plan[GrepResult]:
+    ) -> protocol.Plan[protocol.GrepResult]:
         """Grep every backend under `path` and merge (see `BackendProtocol.grep`)."""
         planned = self._grep_check(path, glob)
         if isinstance(planned, BackendError):
-            return GrepResult(error=planned)
+            return protocol.GrepResult(error=planned)
         directory, sources = planned
         child_glob = glob if glob and "/" not in glob else None
         kwargs = {"max_count": max_count, "context_lines": context_lines}
         results = []
         for prefix, child, inner in sources:
-            result = yield call(child, "grep", pattern, inner, child_glob, **kwargs)
+            result = yield protocol.call(child, "grep", pattern, inner, child_glob, **kwargs)
             results.append((prefix, result))
-        return cap_grep(self._merge_grep(directory, glob, results), max_count)
+        return protocol.cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(
-        self, directory: str, glob: str | None, results: list[tuple[str, GrepResult]]
-    ) -> GrepResult:
-        matches: list[GrepMatch] = []
+        self, directory: str, glob: str | None, results: list[tuple[str, protocol.GrepResult]]
+    ) -> protocol.GrepResult:
+        matches: list[protocol.GrepMatch] = []
         skipped: list[str] = []
         budget = GlobBudget()  # bounds the matching work of the merge as a whole
         truncated = False
         if (error := self._route_error(results)) is not None:
-            return GrepResult(error=error)
+            return protocol.GrepResult(error=error)
         for prefix, result in results:
             if result.error:
                 continue
@@ -327,15 +310,17 @@ class CompositeBackend(PlannedBackend):
                     ):
                         continue
                 except GlobError as error:
-                    return GrepResult(error=pattern_error(glob, error))
-                matches.append(GrepMatch(**{**match, "path": outer}))
+                    return protocol.GrepResult(error=pattern_error(glob, error))
+                matches.append(protocol.GrepMatch(**{**match, "path": outer}))
             skipped += [
                 outer
                 for p in result.skipped or []
                 if not self._shadowed(prefix, outer := self._outer(prefix, p))
             ]
         matches.sort(key=lambda m: (m["path"], m["line"]))
-        return GrepResult(matches=matches, truncated=truncated, skipped=sorted(skipped) or None)
+        return protocol.GrepResult(
+            matches=matches, truncated=truncated, skipped=sorted(skipped) or None
+        )
 
     # -- single files --------------------------------------------------------------------
 
@@ -351,31 +336,33 @@ class CompositeBackend(PlannedBackend):
             return BackendError(ErrorKind.IS_DIRECTORY, path, f"the mount point of route {prefix}")
         return prefix, child, inner
 
-    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Plan[Any]:
+    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.Plan[Any]:
         return (yield from self._routed("read", file_path, offset, limit))
 
-    def _write(self, file_path: str, content: str) -> Plan[Any]:
+    def _write(self, file_path: str, content: str) -> protocol.Plan[Any]:
         return (yield from self._routed("write", file_path, content, new_file=True))
 
     def _edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> Plan[Any]:
+    ) -> protocol.Plan[Any]:
         return (yield from self._routed("edit", file_path, old_string, new_string, replace_all))
 
-    def _routed(self, method: str, file_path: str, *args: Any, new_file: bool = False) -> Plan[Any]:
+    def _routed(
+        self, method: str, file_path: str, *args: Any, new_file: bool = False
+    ) -> protocol.Plan[Any]:
         """`method` on the backend serving `file_path`; its result with full paths."""
         routed = self._route_file(file_path, new_file)
         if isinstance(routed, BackendError):
-            return error_result(method, (), routed)
+            return protocol.error_result(method, (), routed)
         prefix, child, inner = routed
-        result = yield call(child, method, inner, *args)
+        result = yield protocol.call(child, method, inner, *args)
         return self._changed(prefix, result)
 
     def _changed(self, prefix: str, result: Any) -> Any:
         """A routed backend's result with full paths."""
         if result.error:
             return replace(result, error=self._outer_error(prefix, result))
-        if isinstance(result, ReadResult):
+        if isinstance(result, protocol.ReadResult):
             return result
         return replace(
             result,
@@ -383,43 +370,42 @@ class CompositeBackend(PlannedBackend):
             files_update=self._outer_update(prefix, result.files_update),
         )
 
-    def _route_delete(self, file_path: str) -> tuple[str, Any, str] | DeleteResult:
+    def _route_delete(self, file_path: str) -> tuple[str, Any, str] | protocol.DeleteResult:
         """The route serving a delete, or the refusal.
 
         `/`, a route's mount point and a directory that holds a mount point are refused
         (`INVALID`): a delete runs on one backend, so removing a directory that spans
         routes would leave the routed files behind while reporting success.
         """
-        try:
-            path = normalize_path(file_path)
-        except PathError as error:
-            return DeleteResult(error=invalid_path(file_path, error))
-        if path == "/":
-            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+        path = delete_target(file_path)
+        if isinstance(path, protocol.DeleteResult):
+            return path
         prefix, child, inner = self._owner(path)
         if prefix != "/" and inner == "/":
-            return DeleteResult(
+            return protocol.DeleteResult(
                 error=BackendError(ErrorKind.INVALID, path, f"the mount point of route {prefix}")
             )
         inside = [route for route in self.routes if route.startswith(path.rstrip("/") + "/")]
         if inside:
-            return DeleteResult(
+            return protocol.DeleteResult(
                 error=BackendError(ErrorKind.INVALID, path, f"holds the route {inside[-1]}")
             )
-        if not supports_delete(child):
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, path, "delete"))
+        if not protocol.supports_delete(child):
+            return protocol.DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, path, "delete"))
         return prefix, child, inner
 
-    def _delete(self, file_path: str) -> Plan[DeleteResult]:
+    def _delete(self, file_path: str) -> protocol.Plan[protocol.DeleteResult]:
         """Delete a file or directory (recursively) in the backend that serves it."""
         routed = self._route_delete(file_path)
-        if isinstance(routed, DeleteResult):
+        if isinstance(routed, protocol.DeleteResult):
             return routed
         prefix, child, inner = routed
         try:
-            result = yield call(child, "delete", inner)
+            result = yield protocol.call(child, "delete", inner)
         except NotImplementedError:
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete"))
+            return protocol.DeleteResult(
+                error=BackendError(ErrorKind.UNSUPPORTED, file_path, "delete")
+            )
         return self._changed(prefix, result)
 
     # -- moving files in and out -----------------------------------------------------
@@ -452,7 +438,9 @@ class CompositeBackend(PlannedBackend):
             return ErrorKind.INVALID
         return ErrorKind.IS_DIRECTORY
 
-    def _upload_files(self, files: list[tuple[str, bytes]]) -> Plan[UploadResults]:
+    def _upload_files(
+        self, files: list[tuple[str, bytes]]
+    ) -> protocol.Plan[protocol.UploadResults]:
         """Upload each file to the backend that serves its path; one response per file.
 
         Files are grouped per route and each backend gets one call; a backend that cannot
@@ -460,12 +448,12 @@ class CompositeBackend(PlannedBackend):
         `files_update` gathers the in-state backends' changes, with full paths.
         """
         children, batches = self._batches([path for path, _ in files], new_file=True)
-        answers: dict[int, FileUploadResponse] = {}
+        answers: dict[int, protocol.FileUploadResponse] = {}
         update: FilesUpdate = {}
         for prefix, batch in batches.items():
             payload = [(inner, files[index][1]) for index, inner in batch]
             try:
-                got = yield call(children[prefix], "upload_files", payload)
+                got = yield protocol.call(children[prefix], "upload_files", payload)
             except NotImplementedError:
                 got = []
             self._place_uploads(prefix, files, batch, got, answers, update)
@@ -477,34 +465,38 @@ class CompositeBackend(PlannedBackend):
         files: list[tuple[str, bytes]],
         batch: list[tuple[int, str]],
         got: list[Any],
-        answers: dict[int, FileUploadResponse],
+        answers: dict[int, protocol.FileUploadResponse],
         update: FilesUpdate,
     ) -> None:
         for position, (index, _) in enumerate(batch):
             error = got[position].error if position < len(got) else ErrorKind.UNSUPPORTED
-            answers[index] = FileUploadResponse(path=files[index][0], error=error)
+            answers[index] = protocol.FileUploadResponse(path=files[index][0], error=error)
         update.update(self._outer_update(prefix, getattr(got, "files_update", None)) or {})
 
     def _uploads(
         self,
         files: list[tuple[str, bytes]],
-        answers: dict[int, FileUploadResponse],
+        answers: dict[int, protocol.FileUploadResponse],
         update: FilesUpdate,
-    ) -> UploadResults:
+    ) -> protocol.UploadResults:
         responses = [
             answers.get(index)
-            or FileUploadResponse(path=raw, error=self._unrouted_error(raw, new_file=True))
+            or protocol.FileUploadResponse(path=raw, error=self._unrouted_error(raw, new_file=True))
             for index, (raw, _) in enumerate(files)
         ]
-        return UploadResults(responses, files_update=update or None)
+        return protocol.UploadResults(responses, files_update=update or None)
 
-    def _download_files(self, paths: list[str]) -> Plan[list[FileDownloadResponse]]:
+    def _download_files(
+        self, paths: list[str]
+    ) -> protocol.Plan[list[protocol.FileDownloadResponse]]:
         """Download each path from the backend that serves it; one response per path."""
         children, batches = self._batches(paths, new_file=False)
-        answers: dict[int, FileDownloadResponse] = {}
+        answers: dict[int, protocol.FileDownloadResponse] = {}
         for prefix, batch in batches.items():
             try:
-                got = yield call(children[prefix], "download_files", [inner for _, inner in batch])
+                got = yield protocol.call(
+                    children[prefix], "download_files", [inner for _, inner in batch]
+                )
             except NotImplementedError:
                 got = []
             self._place_downloads(paths, batch, list(got), answers)
@@ -515,25 +507,27 @@ class CompositeBackend(PlannedBackend):
         paths: list[str],
         batch: list[tuple[int, str]],
         got: list[Any],
-        answers: dict[int, FileDownloadResponse],
+        answers: dict[int, protocol.FileDownloadResponse],
     ) -> None:
         for position, (index, _) in enumerate(batch):
             if position < len(got):
                 answer = got[position]
-                answers[index] = FileDownloadResponse(
+                answers[index] = protocol.FileDownloadResponse(
                     path=paths[index], content=answer.content, error=answer.error
                 )
             else:
-                answers[index] = FileDownloadResponse(
+                answers[index] = protocol.FileDownloadResponse(
                     path=paths[index], error=ErrorKind.UNSUPPORTED
                 )
 
     def _downloads(
-        self, paths: list[str], answers: dict[int, FileDownloadResponse]
-    ) -> list[FileDownloadResponse]:
+        self, paths: list[str], answers: dict[int, protocol.FileDownloadResponse]
+    ) -> list[protocol.FileDownloadResponse]:
         return [
             answers.get(index)
-            or FileDownloadResponse(path=raw, error=self._unrouted_error(raw, new_file=False))
+            or protocol.FileDownloadResponse(
+                path=raw, error=self._unrouted_error(raw, new_file=False)
+            )
             for index, raw in enumerate(paths)
         ]
 
@@ -542,17 +536,21 @@ class CompositeBackend(PlannedBackend):
     @property
     def can_execute(self) -> bool:
         """Whether the default backend runs shell commands (routes only hold files)."""
-        return supports_execute(self.default)
+        return protocol.supports_execute(self.default)
 
-    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+    def execute(self, command: str, *, timeout: int | None = None) -> protocol.ExecuteResponse:
         """Run `command` in the default backend (the sandbox); routes are not visible there."""
         return self._perform("execute", command, timeout=timeout)
 
-    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+    async def aexecute(
+        self, command: str, *, timeout: int | None = None
+    ) -> protocol.ExecuteResponse:
         """Async `execute`."""
         return await self._async("execute", command, timeout=timeout)
 
-    def _execute(self, command: str, timeout: int | None) -> Plan[ExecuteResponse]:
+    def _execute(
+        self, command: str, timeout: int | None
+    ) -> protocol.Plan[protocol.ExecuteResponse]:
         if not self.can_execute:
-            raise OperationFailed(BackendError(ErrorKind.UNSUPPORTED, detail="execute"))
-        return (yield call(self.default, "execute", command, timeout=timeout))
+            raise protocol.OperationFailed(BackendError(ErrorKind.UNSUPPORTED, detail="execute"))
+        return (yield protocol.call(self.default, "execute", command, timeout=timeout))

@@ -17,24 +17,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from fathom.backends import protocol
 from fathom.backends._beneath import Escape, Resolver, close_quietly
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.protocol import (
-    BackendProtocol,
-    DeleteResult,
-    EditResult,
-    FileDownloadResponse,
-    FileInfo,
-    FileUploadResponse,
-    GlobResult,
-    GrepMatch,
-    GrepResult,
-    LsResult,
-    ReadResult,
-    WriteResult,
-)
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
     apply_edit,
@@ -125,6 +112,14 @@ def _outside(shown: str) -> BackendError:
     return BackendError(ErrorKind.OUTSIDE_ROOT, shown)
 
 
+def _search_error(error: GlobError | Escape | OSError, pattern: object, shown: str) -> BackendError:
+    """Why a search (`glob`, `grep`) under `shown` stopped: `pattern` was refused, the path
+    leads outside the root, or the system failed."""
+    if isinstance(error, GlobError):
+        return pattern_error(pattern, error)
+    return _outside(shown) if isinstance(error, Escape) else _os_error(shown, error)
+
+
 def _iso(timestamp: float) -> str:
     """A POSIX timestamp as ISO-8601 UTC (`2026-11-30T05:00:00Z`), or '' when out of range."""
     try:
@@ -134,8 +129,10 @@ def _iso(timestamp: float) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _file_info(path: str, st: os.stat_result) -> FileInfo:
-    return FileInfo(path=path, is_dir=False, size=st.st_size, modified_at=_iso(st.st_mtime))
+def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
+    return protocol.FileInfo(
+        path=path, is_dir=False, size=st.st_size, modified_at=_iso(st.st_mtime)
+    )
 
 
 def _reason(error: OSError) -> str:
@@ -244,7 +241,7 @@ def _read_regular(dir_fd: int, name: str | None, limit: int) -> tuple[bytes, os.
         os.close(fd)
 
 
-class FilesystemBackend(BackendProtocol):
+class FilesystemBackend(protocol.BackendProtocol):
     """Files on local disk, under a root directory.
 
     Args:
@@ -532,16 +529,16 @@ class FilesystemBackend(BackendProtocol):
         except (Escape, OSError, _NotRegular, _TooLarge) as failure:
             return self._read_error(target.shown, failure, limit)
 
-    def ls(self, path: str) -> LsResult:
+    def ls(self, path: str) -> protocol.LsResult:
         """List the files and directories directly under `path` (a file lists itself)."""
         target = self._target(path, directory=True)
         if isinstance(target, BackendError):
-            return LsResult(error=target)
+            return protocol.LsResult(error=target)
         try:
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 st = _stat_at(dir_fd, name)
                 if not stat.S_ISDIR(st.st_mode):
-                    return LsResult(entries=[_file_info(target.shown, st)])
+                    return protocol.LsResult(entries=[_file_info(target.shown, st)])
                 listing = _open_listing(dir_fd, name)
                 try:
                     with os.scandir(listing) as scan:
@@ -552,22 +549,22 @@ class FilesystemBackend(BackendProtocol):
                 finally:
                     os.close(listing)
         except Escape:
-            return LsResult(error=_outside(target.shown))
+            return protocol.LsResult(error=_outside(target.shown))
         except OSError as error:
-            return LsResult(error=_os_error(target.shown, error))
-        entries: list[FileInfo] = []
+            return protocol.LsResult(error=_os_error(target.shown, error))
+        entries: list[protocol.FileInfo] = []
         for entry, st in children:
             if st is None or _TEMP_NAME.fullmatch(entry.name):
                 continue  # leads out of the root, dangles, loops or vanished meanwhile
             shown = target.prefix + _show(entry.name)
             if stat.S_ISDIR(st.st_mode):
-                entries.append(FileInfo(path=shown + "/", is_dir=True))
+                entries.append(protocol.FileInfo(path=shown + "/", is_dir=True))
             else:
                 entries.append(_file_info(shown, st))
         entries.sort(key=lambda info: info["path"])
-        return LsResult(entries=entries)
+        return protocol.LsResult(entries=entries)
 
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.ReadResult:
         """`limit` lines of the file from the 0-based line `offset`, with the window fields
         (`total_lines`, `start_line`, `end_line`, `next_offset`; see `ReadResult`).
 
@@ -576,10 +573,10 @@ class FilesystemBackend(BackendProtocol):
         """
         target = self._target(file_path)
         if isinstance(target, BackendError):
-            return ReadResult(error=target)
+            return protocol.ReadResult(error=target)
         outcome = self._read_target(target, self.max_file_size_bytes)
         if isinstance(outcome, BackendError):
-            return ReadResult(error=outcome)
+            return protocol.ReadResult(error=outcome)
         return read_window(create_file_data(outcome[0]), offset, limit, target.shown)
 
     # ------------------------------------------------------------------ searching
@@ -651,19 +648,19 @@ class FilesystemBackend(BackendProtocol):
         except Escape:
             return
 
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+    def glob(self, pattern: str, path: str | None = None) -> protocol.GlobResult:
         """Files under `path` (`None`: the root) whose path relative to it matches
         `pattern`, sorted by path."""
         target = self._target(path, directory=True)
         if isinstance(target, BackendError):
-            return GlobResult(error=target)
-        matches: list[FileInfo] = []
+            return protocol.GlobResult(error=target)
+        matches: list[protocol.FileInfo] = []
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
             glob_matches(pattern, "")  # an unusable pattern is refused even in an empty tree
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 if not stat.S_ISDIR(_stat_at(dir_fd, name).st_mode):
-                    return GlobResult(matches=[])
+                    return protocol.GlobResult(matches=[])
                 top = _open_listing(dir_fd, name)
                 try:
                     for shown, relative, st, _, _ in self._walk(top, target):
@@ -671,19 +668,15 @@ class FilesystemBackend(BackendProtocol):
                             matches.append(_file_info(shown, st))
                 finally:
                     os.close(top)
-        except GlobError as error:
-            return GlobResult(error=pattern_error(pattern, error))
-        except Escape:
-            return GlobResult(error=_outside(target.shown))
-        except OSError as error:
-            return GlobResult(error=_os_error(target.shown, error))
+        except (GlobError, Escape, OSError) as error:
+            return protocol.GlobResult(error=_search_error(error, pattern, target.shown))
         matches.sort(key=lambda info: info["path"])
-        return GlobResult(matches=matches)
+        return protocol.GlobResult(matches=matches)
 
     def grep(
         self, pattern: str, path: str | None = None, glob: str | None = None, *,
         max_count: int | None = None, context_lines: int = 0,
-    ) -> GrepResult:
+    ) -> protocol.GrepResult:
         """Lines containing the literal `pattern` in files under `path` matching `glob`.
 
         Matches are in path, then line order. At most `max_count` are returned (`None`: all;
@@ -693,19 +686,19 @@ class FilesystemBackend(BackendProtocol):
         """
         target = self._target(path, directory=True)
         if isinstance(target, BackendError):
-            return GrepResult(error=target)
+            return protocol.GrepResult(error=target)
         for name, value in (("max_count", max_count), ("context_lines", context_lines)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 0):
-                return GrepResult(
+                return protocol.GrepResult(
                     error=BackendError(ErrorKind.INVALID, detail=f"{name} must be an int >= 0")
                 )
         if glob:
             try:
                 glob_matches(glob, "")
             except GlobError as error:
-                return GrepResult(error=pattern_error(glob, error))
-        found: list[tuple[str, list[GrepMatch] | None]] = []
+                return protocol.GrepResult(error=pattern_error(glob, error))
+        found: list[tuple[str, list[protocol.GrepMatch] | None]] = []
         """`(shown path, matches)`; `None` matches: skipped as too large."""
 
         def search(shown: str, dir_fd: int, name: str | None) -> None:
@@ -732,19 +725,15 @@ class FilesystemBackend(BackendProtocol):
                         os.close(top)
                 else:
                     search(target.shown, dir_fd, name)
-        except GlobError as error:
-            return GrepResult(error=pattern_error(glob, error))
-        except Escape:
-            return GrepResult(error=_outside(target.shown))
-        except OSError as error:
-            return GrepResult(error=_os_error(target.shown, error))
+        except (GlobError, Escape, OSError) as error:
+            return protocol.GrepResult(error=_search_error(error, glob, target.shown))
         found.sort(key=lambda item: item[0])
         matches = [match for _, lines in found if lines for match in lines]
         skipped = [shown for shown, lines in found if lines is None]
         truncated = max_count is not None and len(matches) > max_count
         if truncated:
             matches = matches[:max_count]
-        return GrepResult(matches=matches, truncated=truncated, skipped=skipped or None)
+        return protocol.GrepResult(matches=matches, truncated=truncated, skipped=skipped or None)
 
     def _search_tree(
         self,
@@ -907,25 +896,25 @@ class FilesystemBackend(BackendProtocol):
         finally:
             os.close(listing)
 
-    def write(self, file_path: str, content: str) -> WriteResult:
+    def write(self, file_path: str, content: str) -> protocol.WriteResult:
         """Write the file, creating it (and missing parent directories) or replacing the
         content of an existing one, atomically."""
         target = self._target(file_path, new_file=True)
         if isinstance(target, BackendError):
-            return WriteResult(error=target)
+            return protocol.WriteResult(error=target)
         data = self._encode(content, "content", target.shown)
         if isinstance(data, BackendError):
-            return WriteResult(error=data)
+            return protocol.WriteResult(error=data)
         if len(data) > MAX_EDIT_BYTES:
-            return WriteResult(
+            return protocol.WriteResult(
                 error=BackendError(
                     ErrorKind.TOO_LARGE, target.shown, count=len(data), limit=MAX_EDIT_BYTES
                 )
             )
         error = self._put(target, data)
         if error is not None:
-            return WriteResult(error=error)
-        return WriteResult(path=target.shown, files_update=None)
+            return protocol.WriteResult(error=error)
+        return protocol.WriteResult(path=target.shown, files_update=None)
 
     def _put(
         self, target: _Target, data: bytes, *, mode: int = 0o666, keep_mode: bool = True
@@ -977,24 +966,26 @@ class FilesystemBackend(BackendProtocol):
 
     def edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
+    ) -> protocol.EditResult:
         """Replace `old_string` (unique unless `replace_all`) and save the file atomically."""
         target = self._target(file_path)
         if isinstance(target, BackendError):
-            return EditResult(error=target)
+            return protocol.EditResult(error=target)
         try:
             with self._at(target.parts, follow=True) as (dir_fd, name):
                 try:
                     raw, before = _read_regular(dir_fd, name, MAX_EDIT_BYTES)
                 except (OSError, _NotRegular, _TooLarge) as failure:
                     error = self._read_error(target.shown, failure, MAX_EDIT_BYTES)
-                    return EditResult(error=error)
+                    return protocol.EditResult(error=error)
                 assert name is not None
                 return self._edit_at(
                     target.shown, dir_fd, name, raw, before, old_string, new_string, replace_all
                 )
         except (Escape, OSError) as failure:
-            return EditResult(error=self._read_error(target.shown, failure, MAX_EDIT_BYTES))
+            return protocol.EditResult(
+                error=self._read_error(target.shown, failure, MAX_EDIT_BYTES)
+            )
 
     def _edit_at(
         self,
@@ -1006,23 +997,25 @@ class FilesystemBackend(BackendProtocol):
         old_string: str,
         new_string: str,
         replace_all: bool,
-    ) -> EditResult:
+    ) -> protocol.EditResult:
         view = text_view(create_file_data(raw))
         if view.text is None:
-            return EditResult(error=BackendError(ErrorKind.BINARY, shown))
+            return protocol.EditResult(error=BackendError(ErrorKind.BINARY, shown))
         if view.lossy:
             # Editing would turn the bytes that cannot be decoded into U+FFFD.
-            return EditResult(error=BackendError(ErrorKind.BINARY, shown, "not valid UTF-8"))
+            return protocol.EditResult(
+                error=BackendError(ErrorKind.BINARY, shown, "not valid UTF-8")
+            )
         for what, value in (("old_string", old_string), ("new_string", new_string)):
             if isinstance(failure := self._encode(value, what, shown), BackendError):
-                return EditResult(error=failure)
+                return protocol.EditResult(error=failure)
         result = apply_edit(shown, view.text, old_string, new_string, replace_all)
-        if isinstance(result, EditResult):
+        if isinstance(result, protocol.EditResult):
             return result
         new_text, occurrences = result
         data = new_text.encode("utf-8")
         if len(data) > MAX_EDIT_BYTES:
-            return EditResult(
+            return protocol.EditResult(
                 error=BackendError(
                     ErrorKind.TOO_LARGE, shown, count=len(data), limit=MAX_EDIT_BYTES
                 )
@@ -1030,10 +1023,10 @@ class FilesystemBackend(BackendProtocol):
         try:
             changed = self._replace(dir_fd, name, data, before)
         except OSError as failure:
-            return EditResult(error=_os_error(shown, failure))
+            return protocol.EditResult(error=_os_error(shown, failure))
         if changed:
-            return EditResult(error=BackendError(ErrorKind.CHANGED, shown))
-        return EditResult(path=shown, files_update=None, occurrences=occurrences)
+            return protocol.EditResult(error=BackendError(ErrorKind.CHANGED, shown))
+        return protocol.EditResult(path=shown, files_update=None, occurrences=occurrences)
 
     def _replace(self, dir_fd: int, name: str, data: bytes, before: os.stat_result) -> bool:
         """Atomically replace `name` in `dir_fd` with `data`, keeping its mode; `True` when
@@ -1066,7 +1059,7 @@ class FilesystemBackend(BackendProtocol):
         finally:
             _unlink_at(dir_fd, pending)
 
-    def delete(self, file_path: str) -> DeleteResult:
+    def delete(self, file_path: str) -> protocol.DeleteResult:
         """Remove a file, a symlink itself, or a directory with everything under it.
 
         A directory is removed through directory descriptors (`shutil.rmtree` with
@@ -1075,22 +1068,22 @@ class FilesystemBackend(BackendProtocol):
         """
         target = self._target(file_path)
         if isinstance(target, BackendError):
-            return DeleteResult(error=target)
+            return protocol.DeleteResult(error=target)
         if target.shown == "/" or target.named == self.root_dir:
-            return DeleteResult(
+            return protocol.DeleteResult(
                 error=BackendError(ErrorKind.INVALID, target.shown, "is the root directory")
             )
         try:  # refuse a link leading out of the root, even though only the link would go
             with self._at(target.parts, follow=True):
                 pass
         except Escape:
-            return DeleteResult(error=_outside(target.shown))
+            return protocol.DeleteResult(error=_outside(target.shown))
         except OSError:
             pass  # missing, or a dangling link: found out below
         try:
             with self._at(target.parts, follow=False) as (dir_fd, name):
                 if name is None:
-                    return DeleteResult(
+                    return protocol.DeleteResult(
                         error=BackendError(ErrorKind.INVALID, target.shown, "names a directory")
                     )
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -1099,14 +1092,14 @@ class FilesystemBackend(BackendProtocol):
                 else:
                     os.unlink(name, dir_fd=dir_fd)  # unlinkat never removes a directory
         except Escape:
-            return DeleteResult(error=_outside(target.shown))
+            return protocol.DeleteResult(error=_outside(target.shown))
         except OSError as error:
-            return DeleteResult(error=_os_error(target.shown, error))
-        return DeleteResult(path=target.shown, files_update=None)
+            return protocol.DeleteResult(error=_os_error(target.shown, error))
+        return protocol.DeleteResult(path=target.shown, files_update=None)
 
     # ------------------------------------------------------------------ file transfer
 
-    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[protocol.FileUploadResponse]:
         """Write each `(path, bytes)`, replacing existing files, resolving paths like the file
         tools; one response per file, in order.
 
@@ -1118,22 +1111,22 @@ class FilesystemBackend(BackendProtocol):
 
     def _upload_one(
         self, path: str, content: bytes, *, mode: int = 0o666, keep_mode: bool = True
-    ) -> FileUploadResponse:
+    ) -> protocol.FileUploadResponse:
         if not isinstance(content, bytes | bytearray | memoryview):
-            return FileUploadResponse(path, error=ErrorKind.INVALID)
+            return protocol.FileUploadResponse(path, error=ErrorKind.INVALID)
         error = self._upload_bytes(path, bytes(content), mode=mode, keep_mode=keep_mode)
-        return FileUploadResponse(path, error=None if error is None else error.kind)
+        return protocol.FileUploadResponse(path, error=None if error is None else error.kind)
 
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+    def download_files(self, paths: list[str]) -> list[protocol.FileDownloadResponse]:
         """Read each path's bytes (at most `max_file_size_mb`), resolving paths like the
         file tools; one response per path, in order, failures as in `upload_files`."""
         return [self._download_one(path, self.max_file_size_bytes) for path in paths]
 
-    def _download_one(self, path: str, limit: int) -> FileDownloadResponse:
+    def _download_one(self, path: str, limit: int) -> protocol.FileDownloadResponse:
         outcome = self._download_bytes(path, limit)
         if isinstance(outcome, BackendError):
-            return FileDownloadResponse(path, error=outcome.kind)
-        return FileDownloadResponse(path, content=outcome)
+            return protocol.FileDownloadResponse(path, error=outcome.kind)
+        return protocol.FileDownloadResponse(path, content=outcome)
 
     def _upload_bytes(
         self, path: str, content: bytes, *, mode: int = 0o666, keep_mode: bool = True

@@ -19,26 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Self, cast
 
+from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
-from fathom.backends.protocol import (
-    BackendProtocol,
-    DeleteResult,
-    FileDownloadResponse,
-    FileUploadResponse,
-    GlobResult,
-    GrepResult,
-    LsResult,
-    Plan,
-    PlannedBackend,
-    UploadResults,
-    adopt,
-    call,
-    cap_grep,
-    error_result,
-    resolve_backend,
-    supports_delete,
-)
 
 __all__ = ["BackendPolicy", "FileOperation", "OperationName", "PolicyBackend"]
 
@@ -116,7 +99,7 @@ class BackendPolicy:
         return True
 
 
-class PolicyBackend(PlannedBackend):
+class PolicyBackend(protocol.PlannedBackend):
     """A backend whose operations pass through `policies`, in order, before `inner`.
 
     The first refusal wins and `inner` is never called for a refused operation: the result
@@ -127,26 +110,26 @@ class PolicyBackend(PlannedBackend):
 
     def __init__(
         self,
-        inner: BackendProtocol | Callable[[Any], BackendProtocol],
+        inner: protocol.BackendProtocol | Callable[[Any], protocol.BackendProtocol],
         policies: Sequence[BackendPolicy],
     ) -> None:
-        self.inner = adopt(inner)
+        self.inner = protocol.adopt(inner)
         self.policies = list(policies)
 
     def bind(self, runtime: Any) -> Self:
-        return type(self)(resolve_backend(self.inner, runtime), self.policies)
+        return type(self)(protocol.resolve_backend(self.inner, runtime), self.policies)
 
     @property
-    def _backend(self) -> BackendProtocol:
+    def _backend(self) -> protocol.BackendProtocol:
         """`inner` as the backend to call: a factory has no file methods until `bind`
         resolves it for a tool call."""
         inner = self.inner
-        if callable(inner) and not isinstance(inner, BackendProtocol):
+        if callable(inner) and not isinstance(inner, protocol.BackendProtocol):
             raise TypeError(
                 f"PolicyBackend wraps the backend factory {inner!r}: call "
                 "bind(runtime) and use the PolicyBackend it returns"
             )
-        return cast("BackendProtocol", inner)
+        return cast("protocol.BackendProtocol", inner)
 
     def _resolve(self, path: str) -> str | None:
         resolve = getattr(self.inner, "resolved_path", None)
@@ -172,17 +155,17 @@ class PolicyBackend(PlannedBackend):
             resolved += "/"
         return resolved in (None, path) or all(p.can_see(resolved) for p in self.policies)
 
-    def _filter_ls(self, result: LsResult) -> LsResult:
+    def _filter_ls(self, result: protocol.LsResult) -> protocol.LsResult:
         if result.entries is None:
             return result
         return replace(result, entries=[e for e in result.entries if self._visible(e["path"])])
 
-    def _filter_glob(self, result: GlobResult) -> GlobResult:
+    def _filter_glob(self, result: protocol.GlobResult) -> protocol.GlobResult:
         if result.matches is None:
             return result
         return replace(result, matches=[m for m in result.matches if self._visible(m["path"])])
 
-    def _filter_grep(self, result: GrepResult) -> GrepResult:
+    def _filter_grep(self, result: protocol.GrepResult) -> protocol.GrepResult:
         if result.matches is None:
             return result
         skipped = [p for p in result.skipped or [] if self._visible(p)]
@@ -194,73 +177,79 @@ class PolicyBackend(PlannedBackend):
 
     # -- operations ----------------------------------------------------------------------
 
-    def _admitted(self, operation: FileOperation, *order: str, **kwargs: Any) -> Plan[Any]:
+    def _admitted(self, operation: FileOperation, *order: str, **kwargs: Any) -> protocol.Plan[Any]:
         """`operation` as the policies let it through, sent to `inner` with its arguments
         in `order` (`"path"` is the operation's path) and `kwargs`; a refusal is the
         result's error."""
         op = self._admit(operation)
         if isinstance(op, BackendError):
-            return error_result(operation.name, (), op)
+            return protocol.error_result(operation.name, (), op)
         args = [op.path if key == "path" else op.arguments[key] for key in order]
-        return (yield call(self._backend, operation.name, *args, **kwargs))
+        return (yield protocol.call(self._backend, operation.name, *args, **kwargs))
 
-    def _ls(self, path: str) -> Plan[LsResult]:
+    def _ls(self, path: str) -> protocol.Plan[protocol.LsResult]:
         return self._filter_ls((yield from self._admitted(FileOperation("ls", path), "path")))
 
-    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Plan[Any]:
+    def _read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.Plan[Any]:
         operation = FileOperation("read", file_path, {"offset": offset, "limit": limit})
         return (yield from self._admitted(operation, "path", "offset", "limit"))
 
     def _grep(
         self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
         context_lines: int,
-    ) -> Plan[GrepResult]:
+    ) -> protocol.Plan[protocol.GrepResult]:
         operation = FileOperation("grep", path or "/", {"pattern": pattern, "glob": glob})
         kwargs = {"max_count": max_count, "context_lines": context_lines}
         result = yield from self._admitted(operation, "pattern", "path", "glob", **kwargs)
-        return cap_grep(self._filter_grep(result), max_count)
+        return protocol.cap_grep(self._filter_grep(result), max_count)
 
-    def _glob(self, pattern: str, path: str | None = None) -> Plan[GlobResult]:
+    def _glob(self, pattern: str, path: str | None = None) -> protocol.Plan[protocol.GlobResult]:
         operation = FileOperation("glob", path or "/", {"pattern": pattern})
         return self._filter_glob((yield from self._admitted(operation, "pattern", "path")))
 
-    def _write(self, file_path: str, content: str) -> Plan[Any]:
+    def _write(self, file_path: str, content: str) -> protocol.Plan[Any]:
         operation = FileOperation("write", file_path, {"content": content})
         return (yield from self._admitted(operation, "path", "content"))
 
     def _edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> Plan[Any]:
+    ) -> protocol.Plan[Any]:
         arguments = {"old_string": old_string, "new_string": new_string, "replace_all": replace_all}
         operation = FileOperation("edit", file_path, arguments)
         return (yield from self._admitted(operation, "path", *arguments))
 
-    def _delete(self, file_path: str) -> Plan[DeleteResult]:
+    def _delete(self, file_path: str) -> protocol.Plan[protocol.DeleteResult]:
         """The delete as policies see it: `arguments["directory"]` says whether the target
         is a directory (its whole subtree goes), from the inner backend's listing."""
         try:
-            listing = yield call(self._backend, "ls", file_path)
+            listing = yield protocol.call(self._backend, "ls", file_path)
         except NotImplementedError:  # a backend without ls: treat the target as a directory
             listing = None
         directory = _names_directory(file_path, listing)
         op = self._admit(FileOperation("delete", file_path, {"directory": directory}))
         if isinstance(op, BackendError):
-            return DeleteResult(error=op)
-        if not supports_delete(self.inner):
-            return DeleteResult(error=BackendError(ErrorKind.UNSUPPORTED, op.path, "delete"))
-        return (yield call(self._backend, "delete", op.path))
+            return protocol.DeleteResult(error=op)
+        if not protocol.supports_delete(self.inner):
+            return protocol.DeleteResult(
+                error=BackendError(ErrorKind.UNSUPPORTED, op.path, "delete")
+            )
+        return (yield protocol.call(self._backend, "delete", op.path))
 
-    def _upload_files(self, files: list[tuple[str, bytes]]) -> Plan[list[FileUploadResponse]]:
+    def _upload_files(
+        self, files: list[tuple[str, bytes]]
+    ) -> protocol.Plan[list[protocol.FileUploadResponse]]:
         return (yield from self._transfer("upload", files))
 
-    def _download_files(self, paths: list[str]) -> Plan[list[FileDownloadResponse]]:
+    def _download_files(
+        self, paths: list[str]
+    ) -> protocol.Plan[list[protocol.FileDownloadResponse]]:
         return (yield from self._transfer("download", paths))
 
-    def _transfer(self, name: OperationName, items: list[Any]) -> Plan[Any]:
+    def _transfer(self, name: OperationName, items: list[Any]) -> protocol.Plan[Any]:
         """Upload (`(path, bytes)` items) or download (paths) what the policies admit, in
         one call to `inner`; one response per item, in order."""
         upload = name == "upload"
-        response = FileUploadResponse if upload else FileDownloadResponse
+        response = protocol.FileUploadResponse if upload else protocol.FileDownloadResponse
         paths = [item[0] if upload else item for item in items]
         answers: dict[int, Any] = {}
         admitted: list[tuple[int, Any]] = []
@@ -272,16 +261,18 @@ class PolicyBackend(PlannedBackend):
             else:
                 admitted.append((index, (op.path, op.arguments["content"]) if upload else op.path))
         sent = [item for _, item in admitted]
-        got = (yield call(self._backend, f"{name}_files", sent)) if admitted else []
+        got = (yield protocol.call(self._backend, f"{name}_files", sent)) if admitted else []
         for position, (index, _) in enumerate(admitted):
             answer = got[position] if position < len(got) else response("", error=ErrorKind.FAILED)
             answers[index] = replace(answer, path=paths[index])
         responses = [answers[index] for index in range(len(items))]
         update = getattr(got, "files_update", None)
-        return responses if update is None else UploadResults(responses, files_update=update)
+        return (
+            responses if update is None else protocol.UploadResults(responses, files_update=update)
+        )
 
 
-def _names_directory(file_path: str, listing: LsResult | None) -> bool:
+def _names_directory(file_path: str, listing: protocol.LsResult | None) -> bool:
     """Whether a delete target is (or may be) a directory, from `ls(file_path)`.
 
     Unknown (no listing) counts as a directory, the cautious answer: a directory delete is

@@ -44,29 +44,10 @@ from abc import abstractmethod
 from collections.abc import Generator
 from typing import Any, TypeVar
 
+from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.protocol import (
-    DeleteResult,
-    EditResult,
-    ExecuteResponse,
-    FileDownloadResponse,
-    FileInfo,
-    FileUploadResponse,
-    GlobResult,
-    GrepMatch,
-    GrepResult,
-    LsResult,
-    OperationFailed,
-    Plan,
-    PlannedBackend,
-    ReadResult,
-    SandboxBackendProtocol,
-    WriteResult,
-    adrive,
-    drive,
-)
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
     create_file_data,
@@ -345,7 +326,7 @@ def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
         return BackendError(ErrorKind.FAILED, path, f"{kind}: {detail}")
 
 
-class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
+class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
     """A sandbox backend whose file operations all run through `execute`.
 
     Subclasses write `execute(command, *, timeout=None) -> ExecuteResponse` (and should
@@ -383,7 +364,7 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
     max_file_size_bytes: int = 10 * 1024 * 1024
 
     @abstractmethod
-    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+    def execute(self, command: str, *, timeout: int | None = None) -> protocol.ExecuteResponse:
         """Run `command` with a POSIX shell in the sandbox; never raise for a failing
         command (return its output and exit code)."""
 
@@ -411,7 +392,7 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
         )
 
     @staticmethod
-    def _reply(response: ExecuteResponse) -> dict[str, Any]:
+    def _reply(response: protocol.ExecuteResponse) -> dict[str, Any]:
         for line in reversed(response.output.splitlines()):
             if line.startswith(_MARK):
                 try:
@@ -423,20 +404,22 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
                 break
         output = response.output.strip()
         if response.exit_code == 127 or "python3: not found" in output:
-            raise OperationFailed(BackendError(ErrorKind.FAILED, detail=_NO_PYTHON))
+            raise protocol.OperationFailed(BackendError(ErrorKind.FAILED, detail=_NO_PYTHON))
         shown = output[:300] + ("..." if len(output) > 300 else "")
-        raise OperationFailed(
+        raise protocol.OperationFailed(
             BackendError(
                 ErrorKind.FAILED,
                 detail=f"the sandbox gave no answer (exit code {response.exit_code}): {shown}",
             )
         )
 
-    def _run(self, plan: Plan[T]) -> T:
-        return drive(plan, lambda request: self._reply(self.execute(self._command(request))))
+    def _run(self, plan: protocol.Plan[T]) -> T:
+        return protocol.drive(
+            plan, lambda request: self._reply(self.execute(self._command(request)))
+        )
 
-    async def _arun(self, plan: Plan[T]) -> T:
-        return await adrive(plan, self._asend)
+    async def _arun(self, plan: protocol.Plan[T]) -> T:
+        return await protocol.adrive(plan, self._asend)
 
     async def _asend(self, request: dict[str, Any]) -> dict[str, Any]:
         return self._reply(await self.aexecute(self._command(request)))
@@ -447,29 +430,31 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
 
     # ------------------------------------------------------------------ operations
 
-    def _ls(self, path: str) -> _Step[LsResult]:
+    def _ls(self, path: str) -> _Step[protocol.LsResult]:
         try:
             shown = normalize_path(path)
         except PathError as error:
-            return LsResult(error=invalid_path(path, error))
+            return protocol.LsResult(error=invalid_path(path, error))
         reply = yield {"op": "ls", "path": self._relative(shown)}
         if (error := _error(reply, shown)) is not None:
-            return LsResult(error=error)
+            return protocol.LsResult(error=error)
         if "file" in reply:
             size, mtime = reply["file"]
-            return LsResult(entries=[FileInfo(path=shown, is_dir=False, size=size,
+            return protocol.LsResult(entries=[protocol.FileInfo(path=shown, is_dir=False, size=size,
                                               modified_at=_iso(mtime))])
         prefix = shown.rstrip("/") + "/"
-        entries: list[FileInfo] = []
+        entries: list[protocol.FileInfo] = []
         for name, is_dir, size, mtime in reply["entries"]:
             if is_dir:
-                entries.append(FileInfo(path=prefix + name + "/", is_dir=True))
+                entries.append(protocol.FileInfo(path=prefix + name + "/", is_dir=True))
             else:
                 entries.append(
-                    FileInfo(path=prefix + name, is_dir=False, size=size, modified_at=_iso(mtime))
+                    protocol.FileInfo(
+                        path=prefix + name, is_dir=False, size=size, modified_at=_iso(mtime)
+                    )
                 )
         entries.sort(key=lambda entry: entry["path"])
-        return LsResult(entries=entries)
+        return protocol.LsResult(entries=entries)
 
     def _get(self, shown: str, limit: int | None) -> _Step[bytes | BackendError]:
         """The whole file, in chunks; `TOO_LARGE` over `limit`."""
@@ -508,52 +493,62 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
                 return error
         return None
 
-    def _read(self, file_path: str, offset: int, limit: int) -> _Step[ReadResult]:
+    def _read(self, file_path: str, offset: int, limit: int) -> _Step[protocol.ReadResult]:
         try:
             shown = normalize_path(file_path)
         except PathError as error:
-            return ReadResult(error=invalid_path(file_path, error))
+            return protocol.ReadResult(error=invalid_path(file_path, error))
         got = yield from self._get(shown, self.max_file_size_bytes)
         if isinstance(got, BackendError):
-            return ReadResult(error=got)
+            return protocol.ReadResult(error=got)
         return read_window(create_file_data(got), offset, limit, shown)
 
-    def _write(self, file_path: str, content: str) -> _Step[WriteResult]:
+    def _write(self, file_path: str, content: str) -> _Step[protocol.WriteResult]:
         try:
             shown = normalize_file_path(file_path)
         except PathError as error:
-            return WriteResult(error=invalid_path(file_path, error))
+            return protocol.WriteResult(error=invalid_path(file_path, error))
         if not isinstance(content, str):
-            return WriteResult(error=BackendError(ErrorKind.INVALID, shown, "content must be text"))
+            return protocol.WriteResult(
+                error=BackendError(ErrorKind.INVALID, shown, "content must be text")
+            )
         error = yield from self._put(shown, content.encode("utf-8"))
-        return WriteResult(error=error) if error else WriteResult(path=shown)
+        return protocol.WriteResult(error=error) if error else protocol.WriteResult(path=shown)
 
-    def _edit(self, file_path: str, old: str, new: str, replace_all: bool) -> _Step[EditResult]:
+    def _edit(
+        self, file_path: str, old: str, new: str, replace_all: bool
+    ) -> _Step[protocol.EditResult]:
         try:
             shown = normalize_file_path(file_path)
         except PathError as error:
-            return EditResult(error=invalid_path(file_path, error))
+            return protocol.EditResult(error=invalid_path(file_path, error))
         got = yield from self._get(shown, MAX_EDIT_BYTES)
         if isinstance(got, BackendError):
-            return EditResult(error=got)
+            return protocol.EditResult(error=got)
         outcome = edit_text(shown, create_file_data(got), old, new, replace_all)
-        if isinstance(outcome, EditResult):
+        if isinstance(outcome, protocol.EditResult):
             return outcome
         text, count = outcome
         expect = hashlib.sha256(got).hexdigest()
         error = yield from self._put(shown, text.encode("utf-8"), expect)
-        return EditResult(error=error) if error else EditResult(path=shown, occurrences=count)
+        return (
+            protocol.EditResult(error=error)
+            if error
+            else protocol.EditResult(path=shown, occurrences=count)
+        )
 
-    def _delete(self, file_path: str) -> _Step[DeleteResult]:
+    def _delete(self, file_path: str) -> _Step[protocol.DeleteResult]:
         try:
             shown = normalize_path(file_path)
         except PathError as error:
-            return DeleteResult(error=invalid_path(file_path, error))
+            return protocol.DeleteResult(error=invalid_path(file_path, error))
         if shown == "/":
-            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "is the root directory"))
+            return protocol.DeleteResult(
+                error=BackendError(ErrorKind.INVALID, "/", "is the root directory")
+            )
         reply = yield {"op": "delete", "path": self._relative(shown)}
         error = _error(reply, shown)
-        return DeleteResult(error=error) if error else DeleteResult(path=shown)
+        return protocol.DeleteResult(error=error) if error else protocol.DeleteResult(path=shown)
 
     def _paged(self, request: dict[str, Any]) -> _Step[list[Any] | BackendError]:
         items: list[Any] = []
@@ -566,60 +561,68 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
             start = reply["next"]
         return items
 
-    def _glob(self, pattern: str, path: str | None) -> _Step[GlobResult]:
+    def _glob(self, pattern: str, path: str | None) -> _Step[protocol.GlobResult]:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return GlobResult(error=invalid_path(path, error))
+            return protocol.GlobResult(error=invalid_path(path, error))
         budget = GlobBudget()
         try:
             glob_matches(pattern, "", budget)
         except GlobError as error:
-            return GlobResult(error=pattern_error(pattern, error))
+            return protocol.GlobResult(error=pattern_error(pattern, error))
         items = yield from self._paged({"op": "walk", "path": self._relative(directory)})
         if isinstance(items, BackendError):
-            return GlobResult(error=BackendError(items.kind, directory, items.detail))
-        matches: list[FileInfo] = []
+            return protocol.GlobResult(error=BackendError(items.kind, directory, items.detail))
+        matches: list[protocol.FileInfo] = []
         try:
             for relative, size, mtime in items:
                 if glob_matches(pattern, relative, budget):
-                    matches.append(FileInfo(path=directory + relative, is_dir=False, size=size,
-                                            modified_at=_iso(mtime)))
+                    matches.append(
+                        protocol.FileInfo(
+                            path=directory + relative,
+                            is_dir=False,
+                            size=size,
+                            modified_at=_iso(mtime),
+                        )
+                    )
         except GlobError as error:
-            return GlobResult(error=pattern_error(pattern, error))
+            return protocol.GlobResult(error=pattern_error(pattern, error))
         matches.sort(key=lambda entry: entry["path"])
-        return GlobResult(matches=matches)
+        return protocol.GlobResult(matches=matches)
 
     def _grep(
         self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
         context_lines: int,
-    ) -> _Step[GrepResult]:
+    ) -> _Step[protocol.GrepResult]:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return GrepResult(error=invalid_path(path, error))
+            return protocol.GrepResult(error=invalid_path(path, error))
         for name, value in (("max_count", max_count), ("context_lines", context_lines)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                return GrepResult(
+                return protocol.GrepResult(
                     error=BackendError(ErrorKind.INVALID, detail=f"{name} must be an int >= 0")
                 )
         if not isinstance(pattern, str):
-            return GrepResult(error=BackendError(ErrorKind.INVALID, detail="pattern must be text"))
+            return protocol.GrepResult(
+                error=BackendError(ErrorKind.INVALID, detail="pattern must be text")
+            )
         budget = GlobBudget()
         try:
             if glob:
                 glob_matches(glob, "", budget)
         except GlobError as error:
-            return GrepResult(error=pattern_error(glob, error))
+            return protocol.GrepResult(error=pattern_error(glob, error))
         request = {"op": "grep", "path": self._relative(directory), "pattern": pattern,
                    "context": context_lines, "max_bytes": MAX_EDIT_BYTES,
                    "exclude": list(self.grep_exclude_dirs)}
         items = yield from self._paged(request)
         if isinstance(items, BackendError):
-            return GrepResult(error=BackendError(items.kind, directory, items.detail))
-        matches: list[GrepMatch] = []
+            return protocol.GrepResult(error=BackendError(items.kind, directory, items.detail))
+        matches: list[protocol.GrepMatch] = []
         skipped: list[str] = []
         try:
             for item in sorted(items, key=lambda entry: entry[0]):
@@ -631,53 +634,55 @@ class BaseSandbox(PlannedBackend, SandboxBackendProtocol):
                     continue
                 matches += _matches(directory + relative, item[1], item[2], context_lines)
                 if max_count is not None and len(matches) > max_count:
-                    return GrepResult(
+                    return protocol.GrepResult(
                         matches=matches[:max_count], truncated=True, skipped=skipped or None
                     )
         except GlobError as error:
-            return GrepResult(error=pattern_error(glob, error))
-        return GrepResult(matches=matches, skipped=skipped or None)
+            return protocol.GrepResult(error=pattern_error(glob, error))
+        return protocol.GrepResult(matches=matches, skipped=skipped or None)
 
-    def _upload_files(self, files: list[tuple[str, bytes]]) -> _Step[list[FileUploadResponse]]:
+    def _upload_files(
+        self, files: list[tuple[str, bytes]]
+    ) -> _Step[list[protocol.FileUploadResponse]]:
         responses = []
         for path, content in files:
             try:
                 shown = normalize_file_path(path)
             except PathError:
-                responses.append(FileUploadResponse(path, error=ErrorKind.INVALID))
+                responses.append(protocol.FileUploadResponse(path, error=ErrorKind.INVALID))
                 continue
             if not isinstance(content, bytes | bytearray | memoryview):
-                responses.append(FileUploadResponse(path, error=ErrorKind.INVALID))
+                responses.append(protocol.FileUploadResponse(path, error=ErrorKind.INVALID))
                 continue
             error = yield from self._put(shown, bytes(content))
-            responses.append(FileUploadResponse(path, error=error.kind if error else None))
+            responses.append(protocol.FileUploadResponse(path, error=error.kind if error else None))
         return responses
 
-    def _download_files(self, paths: list[str]) -> _Step[list[FileDownloadResponse]]:
+    def _download_files(self, paths: list[str]) -> _Step[list[protocol.FileDownloadResponse]]:
         responses = []
         for path in paths:
             try:
                 shown = normalize_path(path)
             except PathError:
-                responses.append(FileDownloadResponse(path, error=ErrorKind.INVALID))
+                responses.append(protocol.FileDownloadResponse(path, error=ErrorKind.INVALID))
                 continue
             got = yield from self._get(shown, None)
             if isinstance(got, BackendError):
-                responses.append(FileDownloadResponse(path, error=got.kind))
+                responses.append(protocol.FileDownloadResponse(path, error=got.kind))
             else:
-                responses.append(FileDownloadResponse(path, content=got))
+                responses.append(protocol.FileDownloadResponse(path, content=got))
         return responses
 
 
 def _matches(
     path: str, lines: list[list[Any]], hits: list[int], context_lines: int
-) -> list[GrepMatch]:
+) -> list[protocol.GrepMatch]:
     """Grep matches of one file from the program's lines (hits and their context)."""
     text = {number: line for number, line in lines}
     hit_set = set(hits)
-    found: list[GrepMatch] = []
+    found: list[protocol.GrepMatch] = []
     for number in hits:
-        match = GrepMatch(path=path, line=number, text=text[number])
+        match = protocol.GrepMatch(path=path, line=number, text=text[number])
         if context_lines > 0:
             match["context_before"] = [
                 {"line": n, "text": text[n]}

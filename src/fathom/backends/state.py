@@ -8,26 +8,16 @@ from typing import Any, Self
 from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
 from langgraph.config import get_config
 
+from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.protocol import (
-    DeleteResult,
-    EditResult,
-    FileDownloadResponse,
-    FileInfo,
-    FileUploadResponse,
-    GlobResult,
-    GrepResult,
-    LsResult,
-    ReadResult,
-    UploadResults,
-    WriteResult,
-)
+from fathom.backends.protocol import UploadResults
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
     create_file_data,
+    delete_target,
     edit_text,
     file_bytes,
     grep_files,
@@ -49,9 +39,9 @@ __all__ = [
 ]
 
 
-def file_info(path: str, data: FileData) -> FileInfo:
+def file_info(path: str, data: FileData) -> protocol.FileInfo:
     """Listing entry for one stored file."""
-    return FileInfo(
+    return protocol.FileInfo(
         path=path,
         is_dir=False,
         size=text_view(data).size,
@@ -120,39 +110,45 @@ class StateBackend(BackendBase):
         cut = len(self._mount) - 1
         return {path[cut:]: data for path, data in files.items() if path.startswith(self._mount)}
 
-    def ls(self, path: str) -> LsResult:
+    def ls(self, path: str) -> protocol.LsResult:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return LsResult(error=invalid_path(path, error))
+            return protocol.LsResult(error=invalid_path(path, error))
         files = self.files
         exact = directory.rstrip("/")
         if exact in files:
-            return LsResult(entries=[file_info(exact, files[exact])])
-        entries: dict[str, FileInfo] = {}
+            return protocol.LsResult(entries=[file_info(exact, files[exact])])
+        entries: dict[str, protocol.FileInfo] = {}
         for file_path, data in files.items():
             if not file_path.startswith(directory):
                 continue
             rest = file_path[len(directory) :]
             if "/" in rest:
                 sub = directory + rest.split("/", 1)[0] + "/"
-                entries.setdefault(sub, FileInfo(path=sub, is_dir=True))
+                entries.setdefault(sub, protocol.FileInfo(path=sub, is_dir=True))
             else:
                 entries[file_path] = file_info(file_path, data)
         if not entries and directory != "/":
-            return LsResult(error=BackendError(ErrorKind.NOT_FOUND, exact))
-        return LsResult(entries=[entries[key] for key in sorted(entries)])
+            return protocol.LsResult(error=BackendError(ErrorKind.NOT_FOUND, exact))
+        return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.ReadResult:
         """`limit` lines from the 0-based line `offset` (see `ReadResult`)."""
+        stored = self._stored(file_path)
+        if isinstance(stored, BackendError):
+            return protocol.ReadResult(error=stored)
+        path, data = stored
+        return read_window(data, offset, limit, path)
+
+    def _stored(self, file_path: str) -> tuple[str, FileData] | BackendError:
+        """The normalised path and the data of the file at `file_path`, or why there is none."""
         try:
             path = normalize_path(file_path)
         except PathError as error:
-            return ReadResult(error=invalid_path(file_path, error))
+            return invalid_path(file_path, error)
         data = self.files.get(path)
-        if data is None:
-            return ReadResult(error=self._no_file(path))
-        return read_window(data, offset, limit, path)
+        return (path, data) if data is not None else self._no_file(path)
 
     def _no_file(self, path: str) -> BackendError:
         """Why no file is at `path`: it is a directory, or nothing is there."""
@@ -170,22 +166,22 @@ class StateBackend(BackendBase):
     def grep(
         self, pattern: str, path: str | None = None, glob: str | None = None, *,
         max_count: int | None = None, context_lines: int = 0,
-    ) -> GrepResult:
+    ) -> protocol.GrepResult:
         """Lines containing the literal `pattern` (see `BackendProtocol.grep`); with
         `context_lines=N` each match carries N lines of context on each side."""
         return grep_files(
             self._under, pattern, path, glob, max_count=max_count, context_lines=context_lines
         )
 
-    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+    def glob(self, pattern: str, path: str | None = None) -> protocol.GlobResult:
         try:
             directory = normalize_dir(path)
         except PathError as error:
-            return GlobResult(error=invalid_path(path, error))
+            return protocol.GlobResult(error=invalid_path(path, error))
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
             glob_matches(pattern, "", budget)  # refuse a bad pattern even with no files
-            return GlobResult(
+            return protocol.GlobResult(
                 matches=[
                     file_info(file_path, data)
                     for file_path, data in self._under(directory)
@@ -194,69 +190,63 @@ class StateBackend(BackendBase):
                 ]
             )
         except GlobError as error:
-            return GlobResult(error=pattern_error(pattern, error))
+            return protocol.GlobResult(error=pattern_error(pattern, error))
 
-    def write(self, file_path: str, content: str) -> WriteResult:
+    def write(self, file_path: str, content: str) -> protocol.WriteResult:
         """Create the file, or replace the content of an existing one (keeping its
         creation time)."""
         try:
             path = normalize_file_path(file_path)
         except PathError as error:
-            return WriteResult(error=invalid_path(file_path, error))
+            return protocol.WriteResult(error=invalid_path(file_path, error))
         if path == "/" or any(p.startswith(path + "/") for p in self.files):
-            return WriteResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
+            return protocol.WriteResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
         parents = [path[:i] for i in range(1, len(path)) if path[i] == "/"]
         blocking = next((parent for parent in parents if parent in self.files), None)
         if blocking is not None:
-            return WriteResult(error=BackendError(ErrorKind.NOT_A_DIRECTORY, blocking))
+            return protocol.WriteResult(error=BackendError(ErrorKind.NOT_A_DIRECTORY, blocking))
         size = len(content.encode("utf-8", "replace"))
         if size > MAX_EDIT_BYTES:
-            return WriteResult(
+            return protocol.WriteResult(
                 error=BackendError(ErrorKind.TOO_LARGE, path, count=size, limit=MAX_EDIT_BYTES)
             )
         previous = self.files.get(path)
         created_at = previous.get("created_at") if previous else None
-        return WriteResult(
+        return protocol.WriteResult(
             path=path, files_update={path: create_file_data(content, created_at=created_at)}
         )
 
     def edit(
         self, file_path: str, old_string: str, new_string: str, replace_all: bool = False
-    ) -> EditResult:
-        try:
-            path = normalize_path(file_path)
-        except PathError as error:
-            return EditResult(error=invalid_path(file_path, error))
-        data = self.files.get(path)
-        if data is None:
-            return EditResult(error=self._no_file(path))
+    ) -> protocol.EditResult:
+        stored = self._stored(file_path)
+        if isinstance(stored, BackendError):
+            return protocol.EditResult(error=stored)
+        path, data = stored
         outcome = edit_text(path, data, old_string, new_string, replace_all)
-        if isinstance(outcome, EditResult):
+        if isinstance(outcome, protocol.EditResult):
             return outcome
         new_text, occurrences = outcome
-        return EditResult(
+        return protocol.EditResult(
             path=path,
             files_update={path: update_file_data(data, new_text)},
             occurrences=occurrences,
         )
 
-    def delete(self, file_path: str) -> DeleteResult:
+    def delete(self, file_path: str) -> protocol.DeleteResult:
         """Remove a file, or a directory and every file under it.
 
         The `files_update` maps each removed path to `None`, which the `files` channel's
         reducer treats as a deletion. `/` itself is refused (`INVALID`): deleting every
         file in one call is never what a model means.
         """
-        try:
-            path = normalize_path(file_path)
-        except PathError as error:
-            return DeleteResult(error=BackendError(ErrorKind.INVALID, file_path, error.reason))
-        if path == "/":
-            return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+        path = delete_target(file_path)
+        if isinstance(path, protocol.DeleteResult):
+            return path
         doomed = files_under(self.files, path)
         if not doomed:
-            return DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
-        return DeleteResult(path=path, files_update=dict.fromkeys(doomed))
+            return protocol.DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+        return protocol.DeleteResult(path=path, files_update=dict.fromkeys(doomed))
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> UploadResults:
         """Store each `(path, bytes)` as a file, replacing what is there.
@@ -280,7 +270,7 @@ class StateBackend(BackendBase):
             _send_files_of_current_step(outer)
         return results
 
-    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+    def download_files(self, paths: list[str]) -> list[protocol.FileDownloadResponse]:
         """The bytes of each path, or `file_not_found` / `is_directory` / `invalid_path`."""
         return download_from(self.files, paths)
 
@@ -297,55 +287,57 @@ def files_under(files: Mapping[str, Any], path: str) -> list[str]:
 
 def plan_uploads(
     files: Mapping[str, Any], uploads: list[tuple[str, bytes]]
-) -> tuple[list[FileUploadResponse], dict[str, FileData]]:
+) -> tuple[list[protocol.FileUploadResponse], dict[str, FileData]]:
     """Per-file responses and the new `FileData` of the accepted uploads.
 
     `files` is what is stored now (path -> anything); later uploads in the batch see the
     earlier ones, so `/a` then `/a/b` refuses the second.
     """
     stored = set(files)
-    responses: list[FileUploadResponse] = []
+    responses: list[protocol.FileUploadResponse] = []
     update: dict[str, FileData] = {}
     for raw, content in uploads:
         try:
             path = normalize_file_path(raw)
         except PathError:
-            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            responses.append(protocol.FileUploadResponse(path=raw, error=ErrorKind.INVALID))
             continue
         if path == "/" or not isinstance(content, bytes | bytearray):
-            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            responses.append(protocol.FileUploadResponse(path=raw, error=ErrorKind.INVALID))
             continue
         if any(p.startswith(path + "/") for p in stored):
-            responses.append(FileUploadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
+            responses.append(protocol.FileUploadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
             continue
         parents = [path[:i] for i in range(1, len(path)) if path[i] == "/"]
         if any(parent in stored for parent in parents):
-            responses.append(FileUploadResponse(path=raw, error=ErrorKind.INVALID))
+            responses.append(protocol.FileUploadResponse(path=raw, error=ErrorKind.INVALID))
             continue
         previous = files.get(path) if isinstance(files.get(path), Mapping) else None
         created_at = previous.get("created_at") if previous else None
         update[path] = create_file_data(bytes(content), created_at=created_at)
         stored.add(path)
-        responses.append(FileUploadResponse(path=raw))
+        responses.append(protocol.FileUploadResponse(path=raw))
     return responses, update
 
 
-def download_from(files: Mapping[str, FileData], paths: list[str]) -> list[FileDownloadResponse]:
+def download_from(
+    files: Mapping[str, FileData], paths: list[str]
+) -> list[protocol.FileDownloadResponse]:
     """`download_files` over a mapping of stored files."""
-    responses: list[FileDownloadResponse] = []
+    responses: list[protocol.FileDownloadResponse] = []
     for raw in paths:
         try:
             path = normalize_path(raw)
         except PathError:
-            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
+            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
             continue
         data = files.get(path)
         if data is not None:
-            responses.append(FileDownloadResponse(path=raw, content=file_bytes(data)))
+            responses.append(protocol.FileDownloadResponse(path=raw, content=file_bytes(data)))
         elif path == "/" or any(p.startswith(path.rstrip("/") + "/") for p in files):
-            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
+            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.IS_DIRECTORY))
         else:
-            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.NOT_FOUND))
+            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.NOT_FOUND))
     return responses
 
 

@@ -27,27 +27,11 @@ from typing import Any, Self, TypeVar
 
 from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
 
+from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.protocol import (
-    DeleteResult,
-    EditResult,
-    FileDownloadResponse,
-    FileInfo,
-    FileUploadResponse,
-    GlobResult,
-    GrepResult,
-    LsResult,
-    OperationFailed,
-    Plan,
-    PlannedBackend,
-    ReadResult,
-    WriteResult,
-    adrive,
-    drive,
-)
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
-from fathom.backends.utils import file_bytes, invalid_path, read_window
+from fathom.backends.utils import delete_target, file_bytes, invalid_path
 from fathom.state import FileData
 
 __all__ = [
@@ -303,12 +287,12 @@ class _Listing:
         placeholder = FileData(content="", encoding="utf-8", created_at="", modified_at="")
         return _Snapshot({**dict.fromkeys(self.unreadable, placeholder), **self.files})
 
-    def strip(self, entries: list[FileInfo] | None) -> list[FileInfo] | None:
+    def strip(self, entries: list[protocol.FileInfo] | None) -> list[protocol.FileInfo] | None:
         """Drop the placeholder size and time from entries of unreadable keys."""
         if entries is None or not self.unreadable:
             return entries
         return [
-            FileInfo(path=entry["path"], is_dir=False)
+            protocol.FileInfo(path=entry["path"], is_dir=False)
             if entry["path"] in self.unreadable
             else entry
             for entry in entries
@@ -371,59 +355,67 @@ def _list_all() -> Generator[_Op, Any, _Listing]:
         offset += size
 
 
-def _ls_plan(path: str) -> Generator[_Op, Any, LsResult]:
+def _ls_plan(path: str) -> Generator[_Op, Any, protocol.LsResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return LsResult(error=invalid_path(path, error))
+        return protocol.LsResult(error=invalid_path(path, error))
     listing = yield from _list_all()
     result = listing.for_listing().ls(path)
-    return LsResult(error=result.error, entries=listing.strip(result.entries))
+    return protocol.LsResult(error=result.error, entries=listing.strip(result.entries))
 
 
-def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, ReadResult]:
+def _file_plan(file_path: str) -> Generator[_Op, Any, tuple[str, _Snapshot] | BackendError]:
+    """The normalised `file_path` and a snapshot that answers for it: the stored file alone,
+    or, when no key is there, the whole namespace (to tell a directory from a missing file)."""
     try:
         path = normalize_path(file_path)
     except PathError as error:
-        return ReadResult(error=invalid_path(file_path, error))
+        return invalid_path(file_path, error)
     item: Item | None = yield _Get(path)
     if item is None:
         listing = yield from _list_all()
-        return listing.for_listing().read(path, offset, limit)
+        return path, listing.for_listing()
     data = _file_data(item)
-    if data is None:
-        return ReadResult(error=_unreadable(path))
-    return read_window(data, offset, limit, path)
+    return (path, _Snapshot({path: data})) if data is not None else _unreadable(path)
+
+
+def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, protocol.ReadResult]:
+    found = yield from _file_plan(file_path)
+    if isinstance(found, BackendError):
+        return protocol.ReadResult(error=found)
+    path, snapshot = found
+    return snapshot.read(path, offset, limit)
 
 
 def _grep_plan(
     pattern: str, path: str | None, glob: str | None, max_count: int | None, context_lines: int
-) -> Generator[_Op, Any, GrepResult]:
+) -> Generator[_Op, Any, protocol.GrepResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return GrepResult(error=invalid_path(path, error))
+        return protocol.GrepResult(error=invalid_path(path, error))
     listing = yield from _list_all()
     return _Snapshot(listing.files).grep(
         pattern, path, glob, max_count=max_count, context_lines=context_lines
     )
 
 
-def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, GlobResult]:
+def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, protocol.GlobResult]:
     try:
         normalize_dir(path)
     except PathError as error:
-        return GlobResult(error=invalid_path(path, error))
+        return protocol.GlobResult(error=invalid_path(path, error))
     listing = yield from _list_all()
     result = listing.for_listing().glob(pattern, path)
-    return GlobResult(error=result.error, matches=listing.strip(result.matches))
+    return protocol.GlobResult(error=result.error, matches=listing.strip(result.matches))
 
 
-def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult]:
+def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.WriteResult]:
     try:
         path = normalize_file_path(file_path)
     except PathError as error:
-        return WriteResult(error=invalid_path(file_path, error))
+        return protocol.WriteResult(error=invalid_path(file_path, error))
     if path == "/":
         return _Snapshot({}).write(path, content)
     listing = yield from _list_all()
@@ -432,49 +424,41 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, WriteResult
     if result.error or data is None:
         return result
     yield _Put(path, data)
-    return WriteResult(path=path)
+    return protocol.WriteResult(path=path)
 
 
 def _edit_plan(
     file_path: str, old_string: str, new_string: str, replace_all: bool
-) -> Generator[_Op, Any, EditResult]:
-    try:
-        path = normalize_path(file_path)
-    except PathError as error:
-        return EditResult(error=invalid_path(file_path, error))
-    item: Item | None = yield _Get(path)
-    if item is None:
-        listing = yield from _list_all()  # to tell a directory from a missing file
-        return listing.for_listing().edit(path, old_string, new_string, replace_all)
-    data = _file_data(item)
-    if data is None:
-        return EditResult(error=_unreadable(path))
-    result = _Snapshot({path: data}).edit(path, old_string, new_string, replace_all)
+) -> Generator[_Op, Any, protocol.EditResult]:
+    found = yield from _file_plan(file_path)
+    if isinstance(found, BackendError):
+        return protocol.EditResult(error=found)
+    path, snapshot = found
+    result = snapshot.edit(path, old_string, new_string, replace_all)
     new_data = (result.files_update or {}).get(path)
     if result.error or new_data is None:
         return result
     yield _Put(path, new_data)
-    return EditResult(path=path, occurrences=result.occurrences)
+    return protocol.EditResult(path=path, occurrences=result.occurrences)
 
 
-def _delete_plan(file_path: str) -> Generator[_Op, Any, DeleteResult]:
+def _delete_plan(file_path: str) -> Generator[_Op, Any, protocol.DeleteResult]:
     """Remove the key `file_path` and every key under `file_path/` (recursive)."""
-    try:
-        path = normalize_path(file_path)
-    except PathError as error:
-        return DeleteResult(error=invalid_path(file_path, error))
-    if path == "/":
-        return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+    path = delete_target(file_path)
+    if isinstance(path, protocol.DeleteResult):
+        return path
     listing = yield from _list_all()
     doomed = files_under(dict.fromkeys([*listing.files, *listing.unreadable]), path)
     if not doomed:
-        return DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
+        return protocol.DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
     for key in doomed:
         yield _Remove(key)
-    return DeleteResult(path=path)
+    return protocol.DeleteResult(path=path)
 
 
-def _upload_plan(files: list[tuple[str, bytes]]) -> Generator[_Op, Any, list[FileUploadResponse]]:
+def _upload_plan(
+    files: list[tuple[str, bytes]],
+) -> Generator[_Op, Any, list[protocol.FileUploadResponse]]:
     """Store each accepted upload (see `plan_uploads`); one response per file."""
     listing = yield from _list_all()
     stored = {**dict.fromkeys(listing.unreadable), **listing.files}
@@ -484,23 +468,23 @@ def _upload_plan(files: list[tuple[str, bytes]]) -> Generator[_Op, Any, list[Fil
     return responses
 
 
-def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[FileDownloadResponse]]:
+def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[protocol.FileDownloadResponse]]:
     """The bytes of each path; the namespace is listed only to tell a directory apart."""
-    responses: list[FileDownloadResponse] = []
+    responses: list[protocol.FileDownloadResponse] = []
     listing: _Listing | None = None
     for raw in paths:
         try:
             path = normalize_path(raw)
         except PathError:
-            responses.append(FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
+            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
             continue
         item: Item | None = None if path == "/" else (yield _Get(path))
         if item is not None:
             data = _file_data(item)
             if data is None:
-                responses.append(FileDownloadResponse(path=raw, error=ErrorKind.FAILED))
+                responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.FAILED))
             else:
-                responses.append(FileDownloadResponse(path=raw, content=file_bytes(data)))
+                responses.append(protocol.FileDownloadResponse(path=raw, content=file_bytes(data)))
             continue
         if listing is None:
             fetched = yield from _list_all()
@@ -510,7 +494,7 @@ def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[FileDownloadRes
     return responses
 
 
-_PLANS: dict[str, Callable[..., Plan[Any]]] = {
+_PLANS: dict[str, Callable[..., protocol.Plan[Any]]] = {
     "ls": _ls_plan,
     "read": _read_plan,
     "grep": _grep_plan,
@@ -553,10 +537,10 @@ def _namespace_refused(namespace: tuple[str, ...]) -> Iterator[None]:
         yield
     except InvalidNamespaceError as error:
         detail = f"the store rejected the namespace {namespace!r}: {error}"
-        raise OperationFailed(BackendError(ErrorKind.FAILED, detail=detail)) from None
+        raise protocol.OperationFailed(BackendError(ErrorKind.FAILED, detail=detail)) from None
 
 
-class StoreBackend(PlannedBackend):
+class StoreBackend(protocol.PlannedBackend):
     """Files in a LangGraph `BaseStore`: they persist across threads and runs.
 
     Args:
@@ -640,24 +624,24 @@ class StoreBackend(PlannedBackend):
 
     # ----------------------------------------------------------------- running plans
 
-    def _plan(self, name: str, *args: Any, **kwargs: Any) -> Plan[Any]:
+    def _plan(self, name: str, *args: Any, **kwargs: Any) -> protocol.Plan[Any]:
         return _PLANS[name](*args, **kwargs)
 
     def _place(self) -> tuple[BaseStore, tuple[str, ...]]:
         target = self._target()
         if isinstance(target, BackendError):
-            raise OperationFailed(target)
+            raise protocol.OperationFailed(target)
         return target
 
-    def _run(self, plan: Plan[R]) -> R:
+    def _run(self, plan: protocol.Plan[R]) -> R:
         """Run `plan` against the store with the sync API."""
         store, namespace = self._place()
-        return drive(plan, lambda op: self._execute(store, namespace, op))
+        return protocol.drive(plan, lambda op: self._execute(store, namespace, op))
 
-    async def _arun(self, plan: Plan[R]) -> R:
+    async def _arun(self, plan: protocol.Plan[R]) -> R:
         """Run `plan` against the store with the async API."""
         store, namespace = self._place()
-        return await adrive(plan, lambda op: self._aexecute(store, namespace, op))
+        return await protocol.adrive(plan, lambda op: self._aexecute(store, namespace, op))
 
     @staticmethod
     def _execute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:

@@ -9,9 +9,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends._paths import PathError, normalize_dir
+from fathom.backends._paths import PathError, normalize_dir, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.protocol import ContextLine, EditResult, GrepMatch, GrepResult, ReadResult
+from fathom.backends.protocol import (
+    ContextLine,
+    DeleteResult,
+    EditResult,
+    GrepMatch,
+    GrepResult,
+    ReadResult,
+)
 from fathom.state import FileData
 
 __all__ = [
@@ -20,6 +27,7 @@ __all__ = [
     "TextView",
     "apply_edit",
     "create_file_data",
+    "delete_target",
     "edit_text",
     "file_bytes",
     "grep_files",
@@ -160,6 +168,18 @@ def text_view(data: FileData) -> TextView:
 def invalid_path(raw: object, error: PathError) -> BackendError:
     """The `INVALID` error for a path that `normalize_path` refused."""
     return BackendError(ErrorKind.INVALID, raw if isinstance(raw, str) else None, error.reason)
+
+
+def delete_target(file_path: str) -> str | DeleteResult:
+    """`file_path` normalised for `delete`, or the refusal: a path `normalize_path` refuses,
+    or `/` itself (deleting every file in one call is never what a model means)."""
+    try:
+        path = normalize_path(file_path)
+    except PathError as error:
+        return DeleteResult(error=invalid_path(file_path, error))
+    if path == "/":
+        return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
+    return path
 
 
 def pattern_error(pattern: object, error: GlobError) -> BackendError:

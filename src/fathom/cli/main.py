@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +375,17 @@ def _task_from_stdin(args: argparse.Namespace) -> None:
         args.command, args.task, args.json = "run", STDIN_TASK, False
 
 
+_COMMANDS: dict[str | None, Callable[[argparse.Namespace], int]] = {
+    "run": _run_command,
+    "threads": _threads_command,
+    "tasks": _tasks_command,
+    "demo": _demo_command,
+    "serve": _serve_command,
+    "acp": _acp_command,
+}
+"""The subcommands this module runs itself (`mcp` and `approve` load their own modules)."""
+
+
 def _dispatch(argv: list[str] | None) -> int:
     from fathom.cli.scripting import ScriptingError, check_project
 
@@ -389,22 +401,13 @@ def _dispatch(argv: list[str] | None) -> int:
         _task_from_stdin(args)
     except ScriptingError as error:
         return fail(str(error))
-    if args.command == "run":
-        return _run_command(args)
-    if args.command == "threads":
-        return _threads_command(args)
-    if args.command == "tasks":
-        return _tasks_command(args)
-    if args.command == "demo":
-        return _demo_command(args)
+    command = _COMMANDS.get(args.command)
+    if command is not None:
+        return command(args)
     if args.command == "mcp":
         from fathom.cli.mcp import mcp_command
 
         return mcp_command(args)
-    if args.command == "serve":
-        return _serve_command(args)
-    if args.command == "acp":
-        return _acp_command(args)
     if args.command == "approve":
         from fathom.cli.approve import approve_command
 

@@ -99,6 +99,13 @@ def _names(paths: list[str], limit: int = 100) -> str:
     return ", ".join(names)
 
 
+def _listing(headline: str, paths: list[str], notes: list[str]) -> ToolSummary:
+    """A listing's summary: `headline`, then a few of `paths`' names; the tool's notes below."""
+    if paths:
+        headline += f": {_names(paths)}"
+    return ToolSummary(headline, tuple(_cut(n) for n in notes), complete=False)
+
+
 def _ls(args: dict[str, Any], text: str) -> ToolSummary:
     rows = _rows(text)
     if len(rows) == 1 and rows[0].startswith("(no files"):
@@ -109,9 +116,7 @@ def _ls(args: dict[str, Any], text: str) -> ToolSummary:
     headline = _plural(len(paths) + more, "entry", "entries")
     if folders:
         headline += f" ({_plural(folders, 'folder')})"
-    if paths:
-        headline += f": {_names(paths)}"
-    return ToolSummary(headline, tuple(_cut(n) for n in notes), complete=False)
+    return _listing(headline, paths, notes)
 
 
 def _glob(args: dict[str, Any], text: str) -> ToolSummary:
@@ -119,10 +124,7 @@ def _glob(args: dict[str, Any], text: str) -> ToolSummary:
     if rows and rows[0].startswith("No files match"):
         return ToolSummary(_cut(rows[0]), tuple(_cut(r) for r in rows[1:]))
     listed, more, notes = _hidden_count(rows)
-    headline = _plural(len(listed) + more, "file")
-    if listed:
-        headline += f": {_names(listed)}"
-    return ToolSummary(headline, tuple(_cut(n) for n in notes), complete=False)
+    return _listing(_plural(len(listed) + more, "file"), listed, notes)
 
 
 def _grep(args: dict[str, Any], text: str) -> ToolSummary:
@@ -130,6 +132,7 @@ def _grep(args: dict[str, Any], text: str) -> ToolSummary:
     if rows and rows[0].startswith("No matches for"):
         return ToolSummary(_cut(rows[0]), tuple(_cut(r) for r in rows[1:]))
     listed, more, notes = _hidden_count(rows)
+    names: list[str] = []
     mode = str(args.get("output_mode") or "files_with_matches")
     if mode == "content" or any(row.startswith("  ") for row in listed):
         files = sum(1 for row in listed if not row.startswith("  "))
@@ -141,11 +144,9 @@ def _grep(args: dict[str, Any], text: str) -> ToolSummary:
             f"{_plural(sum(counts), 'match', 'matches')} in {_plural(len(listed), 'file')}"
         )
     else:
-        paths = listed
-        headline = f"matches in {_plural(len(paths) + more, 'file')}"
-        if paths:
-            headline += f": {_names(paths)}"
-    return ToolSummary(headline, tuple(_cut(n) for n in notes), complete=False)
+        names = listed
+        headline = f"matches in {_plural(len(listed) + more, 'file')}"
+    return _listing(headline, names, notes)
 
 
 def _read_file(args: dict[str, Any], text: str) -> ToolSummary:

@@ -1,7 +1,8 @@
 """Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fathom._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fathom.middleware.async_subagents.middleware import AsyncSubAgentMiddleware
@@ -59,17 +60,6 @@ __all__ = [
     "create_summarization_tool_middleware",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Each name is imported on first use, so importing one middleware module does not load
-    them all (`CodeInterpreterMiddleware` also needs `fathom[code]`)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+# Each name is imported on first use, so importing one middleware module does not load them
+# all (`CodeInterpreterMiddleware` also needs `fathom[code]`).
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -9,18 +9,17 @@ message listing what it may use. The `fathom` command uses it for the `tools:` l
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
     ToolCallRequest,
 )
 from langchain_core.messages import ToolMessage
-from langgraph.types import Command
 
+from fathom.call_hooks import ModelRequestRewrite, ToolCallGate
 from fathom.tool_answers import tool_error
 
 __all__ = ["AllowedToolsMiddleware"]
@@ -32,19 +31,21 @@ def _tool_name(tool: Any) -> str:
     return str(getattr(tool, "name", ""))
 
 
-class AllowedToolsMiddleware(AgentMiddleware):
+class AllowedToolsMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware):
     """Show the model only the tools named in `allowed`, and refuse calls to any other."""
 
     def __init__(self, allowed: Iterable[str]) -> None:
         super().__init__()
         self.allowed: frozenset[str] = frozenset(allowed)
 
-    def _narrow(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        """Pass the model only the allowed tools."""
         return request.override(
             tools=[tool for tool in request.tools if _tool_name(tool) in self.allowed]
         )
 
-    def _refusal(self, request: ToolCallRequest) -> ToolMessage | None:
+    def refuse_tool_call(self, request: ToolCallRequest) -> ToolMessage | None:
+        """Answer a call to any tool not allowed with an error message."""
         name = request.tool_call["name"]
         if name in self.allowed:
             return None
@@ -56,33 +57,3 @@ class AllowedToolsMiddleware(AgentMiddleware):
             tool_call_id=request.tool_call["id"],
             name=name,
         )
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Pass the model only the allowed tools."""
-        return handler(self._narrow(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        """Pass the model only the allowed tools."""
-        return await handler(self._narrow(request))
-
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command],
-    ) -> ToolMessage | Command:
-        """Run allowed tools; answer any other call with an error message."""
-        return self._refusal(request) or handler(request)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
-    ) -> ToolMessage | Command:
-        """Run allowed tools; answer any other call with an error message."""
-        return self._refusal(request) or await handler(request)

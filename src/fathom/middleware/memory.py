@@ -40,7 +40,7 @@ from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
 from fathom.middleware.filesystem.answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
-from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.prompt import PromptSection, SectionPromptMixin, check_prompt_template
 from fathom.state import FilesState
 
 __all__ = [
@@ -193,16 +193,9 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         add_cache_control: bool = False,
     ) -> None:
         super().__init__()
-        if system_prompt is not None:
-            if not isinstance(system_prompt, str):
-                raise TypeError(
-                    f"system_prompt must be a str or None, not {type(system_prompt).__name__}"
-                )
-            if "{agent_memory}" not in system_prompt:
-                raise ValueError(
-                    "system_prompt must contain the `{agent_memory}` slot where the memory "
-                    "files go; add it, or pass None to keep memory out of the prompt."
-                )
+        check_prompt_template(
+            system_prompt, "agent_memory", "the memory files", "keep memory out of the prompt"
+        )
         self.system_prompt = system_prompt
         self.add_cache_control = add_cache_control
         if isinstance(sources, str):

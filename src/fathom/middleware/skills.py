@@ -50,7 +50,7 @@ from fathom.backends.protocol import (
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
 from fathom.middleware.filesystem.answers import describe_error
-from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.prompt import PromptSection, SectionPromptMixin, check_prompt_template
 from fathom.state import FilesState
 
 __all__ = [
@@ -402,16 +402,9 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
     ) -> None:
         super().__init__()
-        if system_prompt is not None:
-            if not isinstance(system_prompt, str):
-                raise TypeError(
-                    f"system_prompt must be a str or None, not {type(system_prompt).__name__}"
-                )
-            if "{skills_list}" not in system_prompt:
-                raise ValueError(
-                    "system_prompt must contain the `{skills_list}` slot where the skills "
-                    "go; add it, or pass None to list no skills in the prompt."
-                )
+        check_prompt_template(
+            system_prompt, "skills_list", "the skills", "list no skills in the prompt"
+        )
         self.system_prompt = system_prompt
         self.gated_tools = _gated_tools(tools)
         self.tools = list(self.gated_tools.values())

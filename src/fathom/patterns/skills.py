@@ -23,14 +23,13 @@ instead.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
-    ModelResponse,
     ToolCallRequest,
 )
 from langchain.tools import ToolRuntime
@@ -40,6 +39,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from fathom.call_hooks import ModelRequestRewrite, ToolCallGate
 from fathom.tool_answers import tool_error
 
 __all__ = [
@@ -143,7 +143,7 @@ def _check_skills(skills: Iterable[Mapping[str, Any]]) -> dict[str, Skill]:
     return registry
 
 
-class SkillMiddleware(AgentMiddleware[SkillsState]):
+class SkillMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware[SkillsState]):
     """Progressive disclosure of skills for one agent.
 
     Adds the `load_skill(skill_name)` tool, appends an `## Available Skills` catalogue to
@@ -221,7 +221,8 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
 
     # -- the catalogue -------------------------------------------------------------------
 
-    def _with_catalog(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        """Show the model the skill catalogue after its own system prompt."""
         original = request.system_message
         if original is None:
             return request.override(system_message=SystemMessage(content=self.catalog.lstrip()))
@@ -231,23 +232,10 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
         blocks.append({"type": "text", "text": self.catalog})
         return request.override(system_message=original.model_copy(update={"content": blocks}))
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Show the model the skill catalogue after its own system prompt."""
-        return handler(self._with_catalog(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        """Async version of `wrap_model_call`."""
-        return await handler(self._with_catalog(request))
-
     # -- the gate ------------------------------------------------------------------------
 
-    def _gate(self, request: ToolCallRequest) -> ToolMessage | None:
+    def refuse_tool_call(self, request: ToolCallRequest) -> ToolMessage | None:
+        """Refuse a `requires=` tool until its skill is loaded."""
         call = request.tool_call
         skill_name = self.requires.get(call["name"])
         if skill_name is None:
@@ -257,21 +245,3 @@ class SkillMiddleware(AgentMiddleware[SkillsState]):
             return None
         return tool_error(
             content=error, tool_call_id=call["id"], name=call["name"])
-
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command],
-    ) -> ToolMessage | Command:
-        """Refuse a `requires=` tool until its skill is loaded."""
-        refusal = self._gate(request)
-        return refusal if refusal is not None else handler(request)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
-    ) -> ToolMessage | Command:
-        """Async version of `wrap_tool_call`."""
-        refusal = self._gate(request)
-        return refusal if refusal is not None else await handler(request)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
 )
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
+from fathom.call_hooks import ModelRequestRewrite, ToolCallGate
 from fathom.profiles.harness import SCAFFOLDING_MIDDLEWARE, HarnessProfile
 from fathom.prompt import AssembledSystemMessage, PromptSection, sections_of
 from fathom.tool_answers import tool_error
@@ -39,7 +38,7 @@ def _described(tool: Any, description: str) -> Any:
     return tool.model_copy(update={"description": description})
 
 
-class ProfileToolsMiddleware(AgentMiddleware):
+class ProfileToolsMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware):
     """Shows the model the profile's tool descriptions and hides its excluded tools.
 
     It works on each model request, so it reaches every tool alike: the caller's and those
@@ -51,7 +50,7 @@ class ProfileToolsMiddleware(AgentMiddleware):
         self.overrides = dict(overrides)
         self.excluded = frozenset(excluded)
 
-    def _tools(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
         tools = []
         for tool in request.tools:
             name = _tool_name(tool)
@@ -60,19 +59,7 @@ class ProfileToolsMiddleware(AgentMiddleware):
             tools.append(_described(tool, self.overrides[name]) if name in self.overrides else tool)
         return request.override(tools=tools)
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._tools(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._tools(request))
-
-    def _refusal(self, request: ToolCallRequest) -> ToolMessage | None:
+    def refuse_tool_call(self, request: ToolCallRequest) -> ToolMessage | None:
         """An error answer for a call to a hidden tool: the tool node still has it, so a
         model that names it anyway (from memory or an earlier turn) must not run it."""
         name = request.tool_call["name"]
@@ -80,20 +67,6 @@ class ProfileToolsMiddleware(AgentMiddleware):
             return None
         return tool_error(content=f"Error: the tool `{name}` is not available.",
                            tool_call_id=request.tool_call["id"] or "", name=name)
-
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
-        return self._refusal(request) or handler(request)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
-        return self._refusal(request) or await handler(request)
 
 
 def _entry_label(entry: object) -> str:

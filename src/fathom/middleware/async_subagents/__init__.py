@@ -11,8 +11,9 @@ Layer: capabilities. Imports the core, `fathom.backends` and `fathom.hosting`; n
 `fathom.server` (a server fills in `fathom.hosting`).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fathom._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fathom.middleware.async_subagents.middleware import AsyncSubAgentMiddleware
@@ -39,13 +40,6 @@ __all__ = [
     "TaskEvent",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Each name is imported on first use: a child agent's notifier (`parent_notifier`)
-    loads without the parent's tools and transport."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# Each name is imported on first use: a child agent's notifier (`parent_notifier`) loads
+# without the parent's tools and transport.
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

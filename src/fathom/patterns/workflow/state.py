@@ -22,6 +22,7 @@ from fathom.patterns.workflow.contracts import (
     TaskResult,
 )
 from fathom.patterns.workflow.workers import Emit
+from fathom.state import merge_update
 
 __all__ = [
     "CHECKPOINT_TYPES",
@@ -54,13 +55,7 @@ def merge_results(
     left: dict[str, TaskResult] | None, right: dict[str, TaskResult | None] | None
 ) -> dict[str, TaskResult]:
     """Reducer for `results`: parallel workers' results merge by task id; `None` removes one."""
-    merged = dict(left or {})
-    for task_id, result in (right or {}).items():
-        if result is None:
-            merged.pop(task_id, None)
-        else:
-            merged[task_id] = result
-    return merged
+    return merge_update(left, right)
 
 
 class WorkflowInput(TypedDict, total=False):

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
+from fathom.backends.protocol import Plan, adrive, drive
 from fathom.errors import FathomError
 
 __all__ = ["StructuredCall", "StructuredOutputError", "named_config"]
@@ -116,18 +117,8 @@ class StructuredCall(Generic[T]):
         Raises:
             StructuredOutputError: No valid answer within `attempts`.
         """
-        conversation = list(messages)
-        run_config = named_config(config, self.agent_name)
-        last: tuple[T | None, list[str]] = (None, [])
-        for attempt in range(1, self.attempts + 1):
-            out = self._runnable.invoke(conversation, run_config)
-            last = self._judge(out, validate)
-            if not last[1] and last[0] is not None:
-                return last[0]
-            conversation.append(self._feedback(out, last[1]))
-            if on_invalid is not None:
-                on_invalid(attempt, last[1])
-        raise StructuredOutputError(self.name, self.attempts, last[1], last[0])
+        asking = self._asking(messages, config, validate, on_invalid)
+        return drive(asking, lambda ask: self._runnable.invoke(*ask))
 
     async def ainvoke(
         self,
@@ -138,11 +129,26 @@ class StructuredCall(Generic[T]):
         on_invalid: OnInvalid | None = None,
     ) -> T:
         """Async `invoke`."""
+        asking = self._asking(messages, config, validate, on_invalid)
+        return await adrive(asking, lambda ask: self._runnable.ainvoke(*ask))
+
+    # ------------------------------------------------------------------ internals
+
+    def _asking(
+        self,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None,
+        validate: Validator[T] | None,
+        on_invalid: OnInvalid | None,
+    ) -> Plan[T]:
+        """The ask-and-judge loop, written once: it yields each call's arguments (the
+        conversation so far and the run's config) and is sent the model's raw answer; the
+        sync and async methods only make the calls."""
         conversation = list(messages)
         run_config = named_config(config, self.agent_name)
         last: tuple[T | None, list[str]] = (None, [])
         for attempt in range(1, self.attempts + 1):
-            out = await self._runnable.ainvoke(conversation, run_config)
+            out = yield conversation, run_config
             last = self._judge(out, validate)
             if not last[1] and last[0] is not None:
                 return last[0]
@@ -150,8 +156,6 @@ class StructuredCall(Generic[T]):
             if on_invalid is not None:
                 on_invalid(attempt, last[1])
         raise StructuredOutputError(self.name, self.attempts, last[1], last[0])
-
-    # ------------------------------------------------------------------ internals
 
     def _judge(self, out: Any, validate: Validator[T] | None) -> tuple[T | None, list[str]]:
         candidate, problems = self._parse(out)
