@@ -37,7 +37,6 @@ from fathom.backends.state import StateBackend
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
 from fathom.middleware.context.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
-from fathom.middleware.execute import EXECUTE_TOOL
 from fathom.middleware.filesystem.answers import (
     change_answer,
     edit_message,
@@ -533,7 +532,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         timeout = (call.get("args") or {}).get("timeout")
         if (
             cap is None
-            or call.get("name") != EXECUTE_TOOL
+            or call.get("name") != "execute"
             or isinstance(timeout, bool)
             or not isinstance(timeout, int | float)
             or timeout <= cap
@@ -545,7 +544,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
                 f"the command did not run. Run it again with a timeout of at most {cap:g}, "
                 "or split it into shorter steps."
             ),
-            name=EXECUTE_TOOL,
+            name="execute",
             tool_call_id=call.get("id") or "",
         )
 
@@ -578,7 +577,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         return await self._evictor._aoffload(request, result)
 
 
-_SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, EXECUTE_TOOL)
+_SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, "execute")
 
 
 def _state_messages(request: ModelRequest) -> list[Any]:
