@@ -275,7 +275,7 @@ def _edited_args(request: dict[str, Any], ask: Ask, out: TextIO,
             if edited is None:
                 out.write("nothing was changed in the editor; answer again\n")
             return edited
-        if name == "execute":
+        if name == EXECUTE_TOOL:
             command = ask("new command (empty keeps it): ").strip()
             return {**args, "command": command} if command else None
     return _edited_json(args, ask, out, editor)
@@ -433,7 +433,7 @@ def not_gated(approvals: list[Any], session: Any) -> str:
     if not names:
         return ""
     hint = (" `execute` exists only with the --sandbox the run used (e.g. --sandbox local)."
-            if "execute" in names else "")
+            if EXECUTE_TOOL in names else "")
     return (f"this agent does not ask before {', '.join(names)} (it lacks the tool or "
             f"auto-approves it), so it cannot take the answer; answer with the options of "
             f"the run that asked (`fathom --thread ID` or `fathom approve ID`).{hint}")
