@@ -42,7 +42,7 @@ SLOW_FILES = frozenset(
         "test_sandbox_agent.py",
         "test_resume_after_kill.py",
         "test_startup_imports.py",  # fresh interpreters
-        "test_async_subagents_http.py",
+        "middleware/async_subagents/test_async_subagents_http.py",
         "test_async_interop_langgraph_dev.py",
         "test_async_interop_reference.py",
         "async_e2e",  # a whole folder
@@ -52,9 +52,9 @@ SLOW_FILES = frozenset(
         "backends/test_path_races.py",
         "patterns/test_patterns_benchmark.py",
         "server/test_serve_cli.py",
-        "web/test_web_page.py",
-        "web/test_web_prefix.py",
-        "web/test_serve_open.py",
+        "server/web/test_web_page.py",
+        "server/web/test_web_prefix.py",
+        "server/web/test_serve_open.py",
         "server/test_contract_assistants.py",
         "server/test_contract_concurrency.py",
         "server/test_contract_errors.py",

@@ -170,6 +170,19 @@ def test_every_module_opens_with_a_docstring() -> None:
     assert missing == []
 
 
+def test_every_package_docstring_names_its_layer() -> None:
+    """Each package's `__init__` says "Layer: <name>" as `LAYERS` has it, so the text a reader
+    sees cannot drift from the contract."""
+    wrong = [
+        f"{path.relative_to(SRC)}: no 'Layer: {LAYERS[layer_of(name)][0]}'"
+        for name, path in MODULES.items()
+        if path.name == "__init__.py"
+        and f"Layer: {LAYERS[layer_of(name)][0]}" not in (ast.get_docstring(
+            ast.parse(path.read_text(encoding="utf-8"))) or "")
+    ]
+    assert wrong == []
+
+
 def test_failed_tool_answers_are_built_in_one_place() -> None:
     """Only `fathom.tool_answers` builds a `ToolMessage` whose status is `"error"`."""
     builders = []

@@ -1,9 +1,10 @@
-"""The project's text names no internal issue numbers.
+"""The project's text names no internal issue numbers, and no file that is not there.
 
 Users read the docs, README, examples, source and benchmarks without the project's issue
 tracker, so "(issue N)" or "issue N's goal" tells them nothing: the text names the topic
 instead. Upstream issues are fine to cite by their URL. The patterns below are spelled in
-parts so this file never matches them.
+parts so this file never matches them. And every `src/fathom/...` or `tests/...` path the
+README, `ARCHITECTURE.md` or `docs/` names exists, so the text follows the tree when it moves.
 """
 
 from __future__ import annotations
@@ -80,3 +81,18 @@ def test_internal_references_are_found(text: str) -> None:
 )
 def test_other_uses_of_the_word_are_allowed(text: str) -> None:
     assert internal_issue_references(text) == []
+
+
+REPO_PATH = re.compile(r"`((?:src/fathom|tests)/[\w/.*-]+?)/?`")
+"""A path in backquotes under `src/fathom/` or `tests/` (a `*` matches as a glob)."""
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    texts = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
+    missing = [
+        f"{text.relative_to(ROOT)}: {path}"
+        for text in texts
+        for path in REPO_PATH.findall(text.read_text(encoding="utf-8"))
+        if not any(ROOT.glob(path))
+    ]
+    assert missing == []

@@ -1,7 +1,7 @@
 """One error root: every exception class fathom defines derives from `fathom.errors.FathomError`.
 
-Every module under `src/fathom` is imported (found by file, so namespace packages such as
-`fathom.project` count too) and each exception class it defines is checked. Warning classes
+Every module under `src/fathom` is imported (found by file, so a package without an
+`__init__` would count too) and each exception class it defines is checked. Warning classes
 (`SkillWarning(UserWarning)`) are categories for `warnings.warn`, not errors, and are left out.
 """
 

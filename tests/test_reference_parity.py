@@ -122,7 +122,7 @@ def test_subagent_without_name_or_description_is_refused():
 
 
 def test_subagent_bad_modes_are_refused():
-    # mode="fork" itself works: tests/test_subagent_fork.py
+    # mode="fork" itself works: tests/middleware/test_subagent_fork.py
     assert "'isolated', 'fork'" in _spec_error({"name": "f", "description": "d", "mode": "x"})
 
 

@@ -2,6 +2,8 @@
 
 The public names below are imported on first use, so `import fathom` (and the `fathom`
 command's `--help`) does not load LangChain and LangGraph until they are needed.
+
+Layer: agent; it must not import project, server, protocols or cli.
 """
 
 from __future__ import annotations

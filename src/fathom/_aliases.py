@@ -7,6 +7,8 @@ old name (`fathom.mcp.client`, `fathom.a2a.routes`, ...) the very module object 
 name, so `isinstance` checks and module-level state are shared, never copied.
 
 Owns: the alias table and the finder. Imports nothing of fathom.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

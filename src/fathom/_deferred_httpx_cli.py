@@ -10,6 +10,8 @@ load a command-line client it never runs, some 40 ms of the start-up.
 `httpx._main` with a small stand-in module, then removes itself. The stand-in's `main` and
 any other attribute load the real module on first use, so `httpx.main()` and
 `from httpx._main import print_help` still work. Nothing changes once httpx is imported.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ turns into its own warning or configuration error.
 The block is bounded: at most `MAX_FRONT_MATTER_CHARS` characters, and at most
 `MAX_FRONT_MATTER_NODES` values once YAML aliases are expanded (a few lines of `&a`/`*a`
 references can otherwise stand for billions of values).
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

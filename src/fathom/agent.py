@@ -1,4 +1,7 @@
-"""`create_deep_agent`: composes fathom's middleware and calls LangChain's `create_agent`."""
+"""`create_deep_agent`: composes fathom's middleware and calls LangChain's `create_agent`.
+
+Layer: agent; it must not import project, server, protocols or cli.
+"""
 
 from __future__ import annotations
 

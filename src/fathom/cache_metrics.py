@@ -21,6 +21,8 @@ Live: pass a `PrefixRecorder` as a callback (as `fathom.usage.AgentUsage`), then
 `sticky_summary(recorder)`. Recorded: `sticky_rates([r.canonical_json() for r in
 model.requests])`. `fathom serve` records every run this way and adds the figures to the
 thread's `fathom_prefix` metadata (`merge_metadata`), which the web page shows.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Here the edge sends each call with its arguments left out (`args={}` and a marke
 `ToolArgsFromMessagesMiddleware`, outermost around every tool call, puts the arguments back
 from the `AIMessage` in state before anything else sees the call. Human-in-the-loop edits
 change that message, so the restored arguments are always the approved ones.
+
+Layer: agent; it must not import project, server, protocols or cli.
 """
 
 from __future__ import annotations

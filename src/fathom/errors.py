@@ -9,7 +9,7 @@ Inside fathom, an expected failure is a value or a type (a backend result carrie
 `fathom.backends.errors.BackendError` with its `ErrorKind`); words are written once, at the
 edge that talks to the model (`fathom.middleware.filesystem.answers`) or to the person.
 
-Owns: `FathomError`. Imports nothing of fathom (the core layer).
+Owns: `FathomError`. Layer: core, the lowest; it imports nothing of fathom.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Model resolution: `"provider:model"` strings, instances, and the `FATHOM_MODEL` default."""
+"""Model resolution: `"provider:model"` strings, instances, and the `FATHOM_MODEL` default.
+
+Layer: foundation; it must not import capabilities, agent, project, server, protocols or cli.
+"""
 
 from __future__ import annotations
 

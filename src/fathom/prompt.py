@@ -10,6 +10,8 @@ changes as late in the prompt as possible.
 Middleware adds its section with `add_prompt_section(request, section)`; the sections
 travel on the request's system message (`AssembledSystemMessage`), whose `content` is always
 the rendered text, so any model and any other middleware see an ordinary system message.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

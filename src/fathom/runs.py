@@ -21,6 +21,8 @@ whose side effect happened but whose result was not saved yet runs twice, so mak
 effects idempotent (write whole files, check before you append) or record them where
 the tool can see them. Pass `durability="sync"` to `invoke`/`stream` for such runs:
 every step's checkpoint is then saved before the next step starts.
+
+Layer: agent; it must not import project, server, protocols or cli.
 """
 
 from __future__ import annotations

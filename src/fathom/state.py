@@ -4,6 +4,8 @@ The `files` channel maps absolute virtual paths to `FileData` (or `None`, which 
 path). It is a LangGraph `DeltaChannel`: a checkpoint stores only the writes of its own step
 and the full mapping is rebuilt by replaying them, so storage grows with the data written,
 not with the number of steps times the size of the filesystem.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 # No `from __future__ import annotations` here: the TypedDicts below must see their

@@ -7,7 +7,8 @@ builds those answers here (`tool_error`), and an exception caught at a tool-call
 worded here (`exception_text`): a `FathomError` by its own message (written for the reader),
 anything else by its type and message.
 
-Owns: `tool_error`, `exception_text`. Core layer: imports nothing of fathom but the error root.
+Owns: `tool_error`, `exception_text`. Layer: core, the lowest; it imports nothing of fathom
+but the error root.
 """
 
 from __future__ import annotations

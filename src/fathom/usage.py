@@ -19,6 +19,8 @@ metadata when it ends; `collect_async_usage` reads them for the tasks in a super
 await collect_async_usage(usage, state["async_tasks"], client)
 usage.task_totals()  # {"<task id>": ("researcher", AgentTotals(calls=3, ...))}
 ```
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

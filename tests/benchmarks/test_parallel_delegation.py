@@ -31,7 +31,7 @@ def test_fathom_runs_the_four_subagents_at_the_same_time(bench: ModuleType, mode
     assert (row["main_calls"], row["subagent_calls"], row["other_calls"]) == (2, 8, 0)
     assert row["answer"] == "Done: 4 reports received."
     # The wall time and spreads are the benchmark's results, not claims a loaded test
-    # machine can check; tests/test_subagents.py proves the four run at once.
+    # machine can check; tests/middleware/test_subagents.py proves the four run at once.
     assert {"wall_over_latency", "spread_first_over_latency"} <= set(row)
 
 

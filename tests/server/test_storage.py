@@ -1,7 +1,8 @@
 """`open_storage`: SQLite under the state folder or a real PostgreSQL, durable across a restart.
 
-The PostgreSQL tests start a throwaway cluster with the fixture of `tests/test_postgres_store.py`
-(skipped only where the server binaries or the postgres extra are missing).
+The PostgreSQL tests start a throwaway cluster with the fixture of
+`tests/backends/test_postgres_store.py` (skipped only where the server binaries or the postgres
+extra are missing).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ async def test_an_unwritable_state_folder_is_a_clear_error(tmp_path: Path):
 
 
 try:
-    from tests.test_postgres_store import postgres_uri  # the fixture
+    from tests.backends.test_postgres_store import postgres_uri  # the fixture
 except pytest.skip.Exception:  # the postgres extra is not installed
     postgres_uri = None
 

@@ -2,6 +2,8 @@
 
 Kept so that `from fathom.a2a import ...` and submodule paths such as `fathom.a2a.<module>`
 keep working (`fathom._aliases`). Owns nothing; imports only `fathom.protocols.a2a`.
+
+Layer: protocols; it must not import cli.
 """
 
 from fathom.protocols.a2a import *  # noqa: F403  (re-exports the package's __all__)

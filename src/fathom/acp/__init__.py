@@ -2,6 +2,8 @@
 
 Kept so that `from fathom.acp import ...` and submodule paths such as `fathom.acp.<module>`
 keep working (`fathom._aliases`). Owns nothing; imports only `fathom.protocols.acp`.
+
+Layer: protocols; it must not import cli.
 """
 
 from fathom.protocols.acp import *  # noqa: F403  (re-exports the package's __all__)

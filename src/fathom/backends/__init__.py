@@ -1,4 +1,7 @@
-"""Backends: where the agent's files live."""
+"""Backends: where the agent's files live.
+
+Layer: foundation; it must not import capabilities, agent, project, server, protocols or cli.
+"""
 
 from typing import TYPE_CHECKING
 

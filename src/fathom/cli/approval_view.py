@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fathom.errors import FathomError
+from fathom.middleware.execute import EXECUTE_TOOL
 
 __all__ = [
     "DEFAULT_MAX_LINES",
@@ -234,7 +235,7 @@ def _execute_view(args: Mapping[str, Any], limit: int) -> CallView:
         lines.append(Line("note", f"timeout: {timeout} s"))
     rest = {key: value for key, value in args.items() if key not in ("command", "timeout")}
     lines += _argument_lines(rest, limit)
-    return CallView("execute", "execute", "", lines)
+    return CallView(EXECUTE_TOOL, EXECUTE_TOOL, "", lines)
 
 
 def _argument_lines(args: Mapping[str, Any], limit: int) -> list[Line]:
@@ -273,7 +274,7 @@ def view_call(request: Mapping[str, Any], read_current: ReadCurrent | None = Non
         return _write_view(args, read_current, max_lines)
     if name == "edit_file" and _has(args, "file_path", "old_string", "new_string"):
         return _edit_view(args, read_current, max_lines)
-    if name == "execute" and _has(args, "command"):
+    if name == EXECUTE_TOOL and _has(args, "command"):
         return _execute_view(args, max_lines)
     lines = _argument_lines(args, max_lines) or [Line("note", "(no arguments)")]
     return CallView(name, _visible(name), "", lines)

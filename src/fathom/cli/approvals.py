@@ -33,6 +33,7 @@ from typing import Any, TextIO, cast
 from fathom.cli.approval_view import CallView, CurrentUnknown, ReadCurrent, render_view, view_call
 from fathom.cli.session import PendingApproval
 from fathom.errors import FathomError
+from fathom.middleware.execute import EXECUTE_TOOL
 
 __all__ = [
     "NoTerminalForApproval",
@@ -194,7 +195,7 @@ def wants_colour(display: Any, stream: TextIO) -> bool:
 
 # What `$EDITOR` opens for a tool: the argument holding the real content. Anything else
 # is edited as its arguments in JSON.
-CONTENT_ARGUMENT = {"write_file": "content", "edit_file": "new_string", "execute": "command"}
+CONTENT_ARGUMENT = {"write_file": "content", "edit_file": "new_string", EXECUTE_TOOL: "command"}
 
 
 def _run_editor(editor: str, text: str, suffix: str) -> str:
@@ -213,7 +214,7 @@ def _run_editor(editor: str, text: str, suffix: str) -> str:
 
 def _suffix(request: dict[str, Any]) -> str:
     """The temporary file's suffix: the target file's, so the editor highlights it."""
-    if request.get("name") == "execute":
+    if request.get("name") == EXECUTE_TOOL:
         return ".sh"
     path = str(request.get("args", {}).get("file_path", ""))
     name = path.rsplit("/", 1)[-1]
@@ -228,7 +229,7 @@ def _edited_content(request: dict[str, Any], editor: str) -> dict[str, Any] | No
     after = _run_editor(editor, before, _suffix(request))
     if not before.endswith("\n") and after.endswith("\n"):
         after = after[:-1]  # the newline an editor adds at the end of the file
-    if request.get("name") == "execute":
+    if request.get("name") == EXECUTE_TOOL:
         after = after.strip()
         if not after:
             return None
@@ -274,7 +275,7 @@ def _edited_args(request: dict[str, Any], ask: Ask, out: TextIO,
             if edited is None:
                 out.write("nothing was changed in the editor; answer again\n")
             return edited
-        if name == "execute":
+        if name == EXECUTE_TOOL:
             command = ask("new command (empty keeps it): ").strip()
             return {**args, "command": command} if command else None
     return _edited_json(args, ask, out, editor)
@@ -432,7 +433,7 @@ def not_gated(approvals: list[Any], session: Any) -> str:
     if not names:
         return ""
     hint = (" `execute` exists only with the --sandbox the run used (e.g. --sandbox local)."
-            if "execute" in names else "")
+            if EXECUTE_TOOL in names else "")
     return (f"this agent does not ask before {', '.join(names)} (it lacks the tool or "
             f"auto-approves it), so it cannot take the answer; answer with the options of "
             f"the run that asked (`fathom --thread ID` or `fathom approve ID`).{hint}")

@@ -18,6 +18,8 @@ from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from fathom.middleware.planning import WRITE_TODOS_TOOL
+from fathom.middleware.subagents import TASK_TOOL
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["DEMO_TASK", "FOLLOW_UP", "demo_model", "run_demo"]
@@ -94,24 +96,24 @@ def _main(request: ScriptRequest) -> AIMessage:
     if not calls:
         return ai(
             "I'll plan this, and have two readers go through the modules in parallel.",
-            tool_call("write_todos", {"todos": _todos(0)}),
-            *(tool_call("task", {"description": f"List the functions in {module}.",
+            tool_call(WRITE_TODOS_TOOL, {"todos": _todos(0)}),
+            *(tool_call(TASK_TOOL, {"description": f"List the functions in {module}.",
                                  "subagent_type": "reader"}) for module in MODULES),
         )
     names = [c["name"] for c in calls]
     if "write_file" not in names:
-        reports = [str(m.content) for m in results if m.name == "task"]
+        reports = [str(m.content) for m in results if m.name == TASK_TOOL]
         sections = "\n".join(f"## {r.split(':', 1)[0]}\n\n{r.split(':', 1)[1].strip()}\n"
                              for r in reports)
         guide = f"# calc\n\nA tiny calculator.\n\n{sections}"
         return ai("Both readers reported; writing the guide.",
                   tool_call("write_file", {"file_path": "/GUIDE.md", "content": guide}),
-                  tool_call("write_todos", {"todos": _todos(2)}))
+                  tool_call(WRITE_TODOS_TOOL, {"todos": _todos(2)}))
     if "edit_file" not in names:
         return ai("", tool_call("edit_file", {"file_path": "/GUIDE.md", "old_string": "# calc\n",
                                               "new_string": "# calc: a guide\n"}))
-    if names.count("write_todos") < 3:
-        return ai("", tool_call("write_todos", {"todos": _todos(4)}))
+    if names.count(WRITE_TODOS_TOOL) < 3:
+        return ai("", tool_call(WRITE_TODOS_TOOL, {"todos": _todos(4)}))
     return ai("GUIDE.md is written: one section per module, functions listed by the readers.")
 
 

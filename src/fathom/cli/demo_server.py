@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from langchain_core.messages import AIMessage, ToolMessage
 
 from fathom.middleware.async_subagents.transport import REMOTE_ERRORS
+from fathom.middleware.planning import WRITE_TODOS_TOOL
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["SERVER_TASK", "run_server_demo", "server_demo_model"]
@@ -66,12 +67,12 @@ def _policy(request: ScriptRequest) -> AIMessage:
              for c in m.tool_calls]  # fmt: skip
     if not calls:
         return ai("I'll plan it, then write the note.",
-                  tool_call("write_todos", {"todos": _todos(0)}))
+                  tool_call(WRITE_TODOS_TOOL, {"todos": _todos(0)}))
     if "write_file" not in calls:
         return ai("", tool_call("write_file", {"file_path": "/NOTES.md", "content": NOTES}),
-                  tool_call("write_todos", {"todos": _todos(1)}))
-    if calls.count("write_todos") < 3:
-        return ai("", tool_call("write_todos", {"todos": _todos(2)}))
+                  tool_call(WRITE_TODOS_TOOL, {"todos": _todos(1)}))
+    if calls.count(WRITE_TODOS_TOOL) < 3:
+        return ai("", tool_call(WRITE_TODOS_TOOL, {"todos": _todos(2)}))
     written = [m for m in request.turn_messages
                if isinstance(m, ToolMessage) and m.name == "write_file"]  # fmt: skip
     if not written or "Wrote" not in str(written[-1].content):

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 from fathom.cli.markdown_stream import finished_prefix
 from fathom.cli.tool_summary import ResultLog, ToolSummary, summarize
+from fathom.middleware.planning import WRITE_TODOS_TOOL
+from fathom.middleware.subagents import TASK_TOOL
 from fathom.project.events import (
     Event,
     Lane,
@@ -236,15 +238,15 @@ class PlainDisplay:
         prefix = self._prefix(event.lane)
         if isinstance(event, ToolStarted):
             self._args[event.call_id] = event.args
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 agent = self._subagents.start(event)
                 self._write(f"{prefix}subagent › {agent.label} started: {agent.description}")
-            elif event.name != "write_todos":
+            elif event.name != WRITE_TODOS_TOOL:
                 self._write(f"{prefix}call › {event.name}({_args_text(event.args, 100)})")
         elif isinstance(event, ToolFinished):
             self._flush_shell(event.call_id)
             args = self._args.pop(event.call_id, {})
-            if event.name == "write_todos":  # the TodosChanged that follows shows the list
+            if event.name == WRITE_TODOS_TOOL:  # the TodosChanged that follows shows the list
                 return
             ref = self._results.add(event.name, event.text)
             summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
@@ -252,7 +254,7 @@ class PlainDisplay:
             if event.call_id in self._streamed and not summary.error:
                 lines = ()  # its output is already on screen, line by line
             self._streamed.discard(event.call_id)
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 self._flush_text(event.call_id)
                 agent = self._subagents.get(event.call_id)
                 word = "failed" if event.is_error else "finished"
@@ -563,19 +565,19 @@ class RichDisplay:
         prints = self._flush_text()
         self._text_open = False
         if isinstance(event, ToolStarted):
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 self._subagents.start(event)
-            elif event.name != "write_todos":
+            elif event.name != WRITE_TODOS_TOOL:
                 self._running[event.call_id] = event
         elif isinstance(event, ToolFinished):
             self._shell_tail.pop(event.call_id, None)
             call = self._running.pop(event.call_id, None)
-            if event.name == "write_todos":  # the TodosChanged that follows shows the list
+            if event.name == WRITE_TODOS_TOOL:  # the TodosChanged that follows shows the list
                 return prints
             ref = self._results.add(event.name, event.text)
             args = call.args if call is not None else {}
             summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 agent = self._finish_subagent(event)
                 result = self._summary_text(summary, event.is_error, "failed: ")
                 prints.append(self._subagent_block(agent, result, ref))
@@ -610,11 +612,11 @@ class RichDisplay:
             agent.steps += 1
             agent.activity = f"{event.name}({_args_text(event.args, 60)})"
             self._lane_args[event.call_id] = event.args
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 self._subagents.start(event)
         elif isinstance(event, ToolFinished):
             args = self._lane_args.pop(event.call_id, {})
-            if event.name == "write_todos":  # the TodosChanged that follows says it
+            if event.name == WRITE_TODOS_TOOL:  # the TodosChanged that follows says it
                 return prints
             ref = self._results.add(event.name, event.text)
             summary = summarize(event.name, event.text, args=args, is_error=event.is_error)
@@ -622,7 +624,7 @@ class RichDisplay:
             agent.activity = (
                 f"{event.name} ⎿ {'error: ' if event.is_error else ''}{text} #{ref}"
             )
-            if event.name == "task":
+            if event.name == TASK_TOOL:
                 nested = self._finish_subagent(event)
                 prints.append(self._subagent_block(nested, Text(text), ref))
         elif isinstance(event, TodosChanged):

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.middleware.execute import EXECUTE_TOOL
+
 __all__ = ["ResultLog", "ToolSummary", "summarize"]
 
 PREVIEW_LINES = 3
@@ -223,7 +225,7 @@ def summarize(
     command's outcome, not a tool error: it gets the usual head and tail of the output.
     """
     args = args or {}
-    if name == "execute":
+    if name == EXECUTE_TOOL:
         summary = _execute(args, text)
         if summary is not None:
             return summary

@@ -2,6 +2,8 @@
 
 Kept so that `from fathom.mcp import ...` and submodule paths such as `fathom.mcp.<module>`
 keep working (`fathom._aliases`). Owns nothing; imports only `fathom.protocols.mcp`.
+
+Layer: protocols; it must not import cli.
 """
 
 from fathom.protocols.mcp import *  # noqa: F403  (re-exports the package's __all__)

@@ -1,4 +1,7 @@
-"""Middleware: one capability each, usable with plain `langchain.agents.create_agent`."""
+"""Middleware: one capability each, usable with plain `langchain.agents.create_agent`.
+
+Layer: capabilities; it must not import agent, project, server, protocols or cli.
+"""
 
 from typing import TYPE_CHECKING
 

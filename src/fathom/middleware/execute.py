@@ -38,10 +38,13 @@ __all__ = [
     "EXECUTE_OUTPUT_CHARS",
     "EXECUTE_PROMPT",
     "EXECUTE_STREAM_EVENT",
+    "EXECUTE_TOOL",
     "ExecuteMiddleware",
     "execute_answer",
 ]
 
+EXECUTE_TOOL = "execute"
+"""The name of the tool that runs a shell command on the backend."""
 EXECUTE_STREAM_EVENT = "execute_output"
 """The `type` of the custom stream events that carry a running command's output."""
 
@@ -98,7 +101,7 @@ def execute_answer(
     return ToolMessage(
         content="\n".join(parts),
         tool_call_id=runtime.tool_call_id,
-        name="execute",
+        name=EXECUTE_TOOL,
         status="success" if response.exit_code == 0 else "error",
     )
 
@@ -152,7 +155,7 @@ def _cannot_execute(runtime: ToolRuntime) -> ToolMessage:
         "Error: this backend cannot run commands; execute is not available here. Use the "
         "file tools instead.",
         runtime,
-        "execute",
+        EXECUTE_TOOL,
     )
 
 
@@ -229,7 +232,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         return _answer(response, runtime, limit, written, path, note)
 
     return StructuredTool.from_function(
-        name="execute",
+        name=EXECUTE_TOOL,
         description=middleware.tool_description,
         func=execute,
         coroutine=aexecute,
@@ -307,7 +310,7 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
         self.backend: Backend = adopt(backend)
         self.tool_description = tool_description or EXECUTE_DESCRIPTION
         self.section = PromptSection(
-            "execute",
+            EXECUTE_TOOL,
             EXECUTE_PROMPT if system_prompt is None else system_prompt,
             "conditional",
         )

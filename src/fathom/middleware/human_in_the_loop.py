@@ -13,6 +13,7 @@ from typing import Any
 from langchain.agents.middleware import HumanInTheLoopMiddleware as _LangChainHITL
 from langchain.agents.middleware import InterruptOnConfig
 
+from fathom.middleware.execute import EXECUTE_TOOL
 from fathom.prompt import PromptSection, SectionPromptMixin
 
 __all__ = [
@@ -74,8 +75,8 @@ def unknown_tools_message(unknown: Iterable[str], known: Collection[str], where:
     for name in unknown:
         close = difflib.get_close_matches(name, list(known), n=1)
         hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
-    if "execute" in unknown:
-        hints[unknown.index("execute")] += (
+    if EXECUTE_TOOL in unknown:
+        hints[unknown.index(EXECUTE_TOOL)] += (
             " (the agent has `execute` only with a backend that runs commands, such as "
             "LocalShellBackend or BubblewrapSandbox)"
         )

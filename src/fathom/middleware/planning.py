@@ -19,7 +19,12 @@ from langgraph.types import Command
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.tool_answers import tool_error
 
-__all__ = ["PLANNING_PROMPT", "WRITE_TODOS_DESCRIPTION", "PlanningMiddleware", "Todo"]
+__all__ = [
+    "PLANNING_PROMPT", "WRITE_TODOS_DESCRIPTION", "WRITE_TODOS_TOOL", "PlanningMiddleware", "Todo",
+]
+
+WRITE_TODOS_TOOL = "write_todos"
+"""The name of the planning tool."""
 
 WRITE_TODOS_DESCRIPTION = """Write the todo list for the current task, replacing the previous list. Each item has `content` and a `status`: "pending", "in_progress" or "completed". Use it for work of three or more steps; skip it for simple requests. Keep exactly the items that still matter, mark an item in_progress when you start it and completed as soon as it is done (not when it is only partly done). Call it at most once per turn."""  # noqa: E501
 
@@ -48,7 +53,7 @@ def _calls_this_turn(runtime: ToolRuntime) -> int:
     state = runtime.state if isinstance(runtime.state, dict) else {}
     for message in reversed(state.get("messages", [])):
         if isinstance(message, AIMessage):
-            calls = [c for c in message.tool_calls if c["name"] == "write_todos"]
+            calls = [c for c in message.tool_calls if c["name"] == WRITE_TODOS_TOOL]
             if any(c.get("id") == runtime.tool_call_id for c in calls):
                 return len(calls)
             return 1
@@ -60,7 +65,7 @@ def _write_todos(runtime: ToolRuntime, todos: list[Todo]) -> Command | ToolMessa
         return tool_error(
             PARALLEL_CALLS_ERROR,
             tool_call_id=runtime.tool_call_id,
-            name="write_todos",
+            name=WRITE_TODOS_TOOL,
         )
     return Command(
         update={
@@ -106,7 +111,7 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
         # the whole list back would repeat it in every later request of the run.
         self.tools = [
             StructuredTool.from_function(
-                name="write_todos",
+                name=WRITE_TODOS_TOOL,
                 description=tool_description,
                 func=_write_todos,
                 coroutine=_awrite_todos,

@@ -50,6 +50,7 @@ __all__ = [
     "GENERAL_PURPOSE_PROMPT",
     "SUBAGENT_KEYS",
     "SUBAGENT_MODES",
+    "TASK_TOOL",
     "TASK_TOOL_DESCRIPTION",
     "CompiledSubAgent",
     "ForkTaskToolMiddleware",
@@ -64,6 +65,8 @@ __all__ = [
     "validate_subagent_spec",
 ]
 
+TASK_TOOL = "task"
+"""The name of the tool that hands a task to a subagent."""
 GENERAL_PURPOSE = "general-purpose"
 """Name of the subagent every deep agent has unless it is replaced or turned off."""
 
@@ -393,7 +396,7 @@ def mark_declarative_fork(runnable: Any) -> Any:
 
 def _task_tool(description: str, func: Any, coroutine: Any) -> StructuredTool:
     return StructuredTool.from_function(
-        name="task",
+        name=TASK_TOOL,
         description=description,
         func=func,
         coroutine=coroutine,
@@ -547,7 +550,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
                     f"{', '.join(sorted(self.subagents))}."
                 ),
                 tool_call_id=runtime.tool_call_id,
-                name="task",
+                name=TASK_TOOL,
             )
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         runnable = spec["runnable"]
@@ -594,7 +597,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         message = ToolMessage(
             content=subagent_answer(result),
             tool_call_id=runtime.tool_call_id,
-            name="task",
+            name=TASK_TOOL,
         )
         update = _shared_update(state, result, self.private_state_keys)
         return Command(update={**update, "messages": [message]})
@@ -613,7 +616,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             )
         # the artifact (never sent to the model) lets the stream end the subagent as failed
         detail = f"{type(error).__name__}: {error}"
-        return tool_error(text, tool_call_id=runtime.tool_call_id, name="task",
+        return tool_error(text, tool_call_id=runtime.tool_call_id, name=TASK_TOOL,
                           artifact=subagent_failure_artifact(name, detail))
 
     def _task(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:

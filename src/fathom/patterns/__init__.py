@@ -6,6 +6,8 @@ custom plan → work → check → report workflow. See docs/patterns.md for whe
 - `SkillMiddleware`: one agent that loads skills on demand.
 - `create_router` / `router_tool`: classify, fan out in parallel, synthesise.
 - `create_plan_work_check_report`: plan, work in dependency waves, check, re-plan, report.
+
+Layer: agent; it must not import project, server, protocols or cli.
 """
 
 from fathom.patterns.handoffs import (

@@ -51,7 +51,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
-from fathom.middleware.subagents import subagent_answer
+from fathom.middleware.subagents import TASK_TOOL, subagent_answer
 from fathom.tool_answers import tool_error
 
 __all__ = [
@@ -308,7 +308,7 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
             `- name: description` list.
     """
     registry = _check_registry(agents)
-    runners = {name: _Runner(spec, "task") for name, spec in registry.items()}
+    runners = {name: _Runner(spec, TASK_TOOL) for name, spec in registry.items()}
     names = list(registry)
     listing = "\n".join(f"- {s.name}: {s.description}" for s in registry.values())
     # The enum goes into the schema only: validation accepts any string, so that an unknown
@@ -331,7 +331,7 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
             content=f"Error: there is no agent called {agent_name!r}. Use one of: "
             f"{', '.join(names)}.",
             tool_call_id=runtime.tool_call_id,
-            name="task",
+            name=TASK_TOOL,
         )
 
     def task(agent_name: str, description: str, runtime: ToolRuntime) -> ToolMessage:
@@ -347,7 +347,7 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
         return await runner.arun(runtime, description)
 
     return StructuredTool.from_function(
-        name="task",
+        name=TASK_TOOL,
         description=(description or TASK_DESCRIPTION).replace("{agents}", listing),
         func=task,
         coroutine=atask,

@@ -4,6 +4,8 @@ A `HarnessProfile` registered under `"provider"` or `"provider:model"` changes t
 the tools and the middleware of every agent (main agent or subagent) whose model matches;
 a `ProviderProfile` changes how a model is built from its spec string. Installed packages
 can register both through entry points (see `fathom.profiles.registry`).
+
+Layer: foundation; it must not import capabilities, agent, project, server, protocols or cli.
 """
 
 from fathom.profiles.harness import (

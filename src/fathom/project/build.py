@@ -16,6 +16,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from fathom.errors import FathomError
+from fathom.middleware.execute import EXECUTE_TOOL
+from fathom.middleware.filesystem.middleware import FILESYSTEM_TOOL_NAMES
+from fathom.middleware.planning import WRITE_TODOS_TOOL
+from fathom.middleware.subagents import TASK_TOOL
 from fathom.project.config import ConfigError, FathomConfig, ProjectSources, SandboxKind
 
 __all__ = [
@@ -31,7 +35,7 @@ __all__ = [
     "subagent_specs",
 ]
 
-DEFAULT_APPROVALS = ("write_file", "edit_file", "delete", "execute")
+DEFAULT_APPROVALS = ("write_file", "edit_file", "delete", EXECUTE_TOOL)
 """Tools that ask before they run unless auto-approved: they change files or run commands."""
 
 USER_ROUTE = "/.fathom-user/"
@@ -42,9 +46,7 @@ STATE_ROUTES = ("/large_tool_results/", "/conversation_history/")
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
-HARNESS_TOOLS = (
-    "write_todos", "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep"
-)
+HARNESS_TOOLS = (WRITE_TODOS_TOOL, *FILESYSTEM_TOOL_NAMES)
 
 NO_MODEL_HELP = """fathom needs a model. Put one in fathom.toml (or pass --model): model = "openai:gpt-4.1"
 and its key in the environment: export OPENAI_API_KEY=... (local Ollama/vLLM: base_url = "http://localhost:11434/v1")
@@ -186,9 +188,9 @@ class AgentSetup:
     def tool_names(self) -> set[str]:
         """The tools the command's agent has: the harness's, `task`, the setup's own tools,
         and `execute` when a sandbox is chosen."""
-        names = set(HARNESS_TOOLS) | {"task"} | {getattr(t, "name", "") for t in self.tools}
+        names = set(HARNESS_TOOLS) | {TASK_TOOL} | {getattr(t, "name", "") for t in self.tools}
         if self.sandbox != "none":
-            names.add("execute")
+            names.add(EXECUTE_TOOL)
         return names - {""}
 
     def approvals(self) -> dict[str, bool]:
@@ -201,7 +203,7 @@ class AgentSetup:
         """
         # `execute` is a real tool name even without a sandbox (a config may be shared by
         # runs with and without one); it is gated only when the agent has it.
-        known = self.tool_names() | {"execute"}
+        known = self.tool_names() | {EXECUTE_TOOL}
         for where, names in (
             ("--auto-approve", self.auto_approve),
             ("auto_approve (fathom.toml or ~/.fathom/config.toml)", self.config.auto_approve),
@@ -240,7 +242,7 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
 
     known = set(HARNESS_TOOLS) | {getattr(tool, "name", "") for tool in setup.tools}
     if setup.sandbox != "none":
-        known.add("execute")
+        known.add(EXECUTE_TOOL)
     specs: list[dict[str, Any]] = []
     for definition in setup.sources.subagents:
         spec: dict[str, Any] = {
@@ -260,7 +262,7 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
             # A call it may not make is refused, so it should not wait for an approval first.
             # (`task` is left out: subagents have no `task` tool.)
             spec["interrupt_on"] = {
-                tool: False for tool in setup.approvals() if tool not in names and tool != "task"
+                tool: False for tool in setup.approvals() if tool not in names and tool != TASK_TOOL
             }
         specs.append(spec)
     return specs

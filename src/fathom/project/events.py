@@ -15,6 +15,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
+from fathom.middleware.subagents import TASK_TOOL
+
 __all__ = [
     "Event",
     "EventTranslator",
@@ -145,11 +147,11 @@ class EventTranslator:
         if event == "start":
             label = data.get("label")
             args = {"subagent_type": kind, "description": str(label or f"{kind} (from eval)")}
-            yield ToolStarted(lane, call_id, "task", args)
+            yield ToolStarted(lane, call_id, TASK_TOOL, args)
         elif event in ("complete", "error"):
             failed = event == "error"
             text = str(data.get("error") or "failed") if failed else "done"
-            yield ToolFinished(lane, call_id, "task", text, is_error=failed)
+            yield ToolFinished(lane, call_id, TASK_TOOL, text, is_error=failed)
 
     def _update(self, lane: Lane, update: Any) -> Iterator[Event]:
         updates = update if isinstance(update, list) else [update]

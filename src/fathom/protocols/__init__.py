@@ -4,6 +4,8 @@ Front ends, above the server: each may use `fathom.server` and `fathom.project`,
 of the layers below imports them. `server_routes` is what `fathom serve` mounts beside the
 Agent Protocol API (it is handed to `fathom.server.create_app`, which imports no protocol).
 Their public paths are `fathom.a2a`, `fathom.acp` and `fathom.mcp`.
+
+Layer: protocols; it must not import cli.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""fathom's self-hostable Agent Protocol server (the LangGraph Platform API superset)."""
+"""fathom's self-hostable Agent Protocol server (the LangGraph Platform API superset).
+
+Layer: server; it must not import protocols or cli.
+"""
 
 from fathom.hosting.client import in_process_client
 from fathom.server.app import create_app

@@ -8,6 +8,8 @@ model = ScriptedModel(
     policy=lambda request: f"You said: {request.last_human_text}",
 )
 ```
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from fathom.testing.concurrency import Rendezvous, RendezvousTimeout

@@ -4,6 +4,6 @@
 tools into LangChain tools; `fathom.tools.mcp_config` reads their configuration
 (`[mcp_servers]` in fathom.toml, `.mcp.json`). The public path is `fathom.mcp`.
 
-Layer: beside `fathom.middleware`; imports only the core. The MCP *server* (`fathom mcp
-serve`) is a front end, in `fathom.protocols.mcp`.
+Layer: capabilities, beside `fathom.middleware`; imports only the core. The MCP *server*
+(`fathom mcp serve`) is a front end, in `fathom.protocols.mcp`.
 """

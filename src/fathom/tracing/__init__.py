@@ -14,6 +14,8 @@ or with the standard environment variables (`OTEL_EXPORTER_OTLP_ENDPOINT` or
 off). Every agent that `create_deep_agent` builds then reports its runs, model calls, tool
 calls, subagents (sync, async and those the code interpreter starts) and `fathom serve`
 runs as spans. Needs `pip install 'fathom[otel]'`; see `docs/tracing.md`.
+
+Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from fathom.tracing.settings import (

@@ -45,7 +45,25 @@ from fathom.middleware.subagents import fork_messages
 from fathom.tool_answers import exception_text, tool_error
 from fathom.tracing.settings import trace_metadata
 
-__all__ = ["TaskTracker", "build_async_tools", "check_report", "observe", "observed_record"]
+__all__ = [
+    "CANCEL_ASYNC_TASK_TOOL",
+    "CHECK_ASYNC_TASK_TOOL",
+    "LIST_ASYNC_TASKS_TOOL",
+    "START_ASYNC_TASK_TOOL",
+    "UPDATE_ASYNC_TASK_TOOL",
+    "TaskTracker",
+    "build_async_tools",
+    "check_report",
+    "observe",
+    "observed_record",
+]
+
+START_ASYNC_TASK_TOOL = "start_async_task"
+CHECK_ASYNC_TASK_TOOL = "check_async_task"
+UPDATE_ASYNC_TASK_TOOL = "update_async_task"
+CANCEL_ASYNC_TASK_TOOL = "cancel_async_task"
+LIST_ASYNC_TASKS_TOOL = "list_async_tasks"
+"""The names of the five async subagent tools."""
 
 logger = logging.getLogger(__name__)
 
@@ -375,7 +393,7 @@ class TaskTracker:
         turn = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         ids = [
             call.get("id") for call in (turn.tool_calls if turn else [])
-            if call["name"] == "update_async_task"
+            if call["name"] == UPDATE_ASYNC_TASK_TOOL
             and str(call["args"].get("task_id", "")).strip() == task["task_id"]
         ]  # fmt: skip
         if runtime.tool_call_id not in ids[1:]:
@@ -562,12 +580,12 @@ def build_async_tools(tracker: TaskTracker) -> list[StructuredTool]:
     )
 
     table = [
-        ("start_async_task", tracker.start, START_DESCRIPTION.format(available_agents=agents),
+        (START_ASYNC_TASK_TOOL, tracker.start, START_DESCRIPTION.format(available_agents=agents),
          StartAsyncTaskSchema),
-        ("check_async_task", tracker.check, CHECK_DESCRIPTION, CheckAsyncTaskSchema),
-        ("update_async_task", tracker.update, update_description, UpdateAsyncTaskSchema),
-        ("cancel_async_task", tracker.cancel, CANCEL_DESCRIPTION, CancelAsyncTaskSchema),
-        ("list_async_tasks", tracker.list, LIST_DESCRIPTION, ListAsyncTasksSchema),
+        (CHECK_ASYNC_TASK_TOOL, tracker.check, CHECK_DESCRIPTION, CheckAsyncTaskSchema),
+        (UPDATE_ASYNC_TASK_TOOL, tracker.update, update_description, UpdateAsyncTaskSchema),
+        (CANCEL_ASYNC_TASK_TOOL, tracker.cancel, CANCEL_DESCRIPTION, CancelAsyncTaskSchema),
+        (LIST_ASYNC_TASKS_TOOL, tracker.list, LIST_DESCRIPTION, ListAsyncTasksSchema),
     ]
     return [_tool(tracker, *row) for row in table]
 

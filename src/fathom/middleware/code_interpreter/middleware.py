@@ -35,9 +35,12 @@ from fathom.middleware.subagents import SubAgentMiddleware
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.tool_answers import tool_error
 
-__all__ = ["EVAL_TOOL_DESCRIPTION", "CodeInterpreterMiddleware", "require_monty"]
+__all__ = ["EVAL_TOOL", "EVAL_TOOL_DESCRIPTION", "CodeInterpreterMiddleware", "require_monty"]
 
 logger = logging.getLogger(__name__)
+
+EVAL_TOOL = "eval"
+"""The name of the tool that runs Python code in the sandbox."""
 
 EVAL_TOOL_DESCRIPTION = """Run Python code in a sandbox and get back the value of its last expression (clipped) and what it printed.
 
@@ -151,7 +154,7 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
         self._driver = build_driver(self.limits, list(self.ptc_tools))
         self.section = PromptSection("code_interpreter", _PROMPT if self.subagents else "")
         self.tools = [StructuredTool.from_function(
-            name="eval", description=self._description(), func=self._eval_sync,
+            name=EVAL_TOOL, description=self._description(), func=self._eval_sync,
             coroutine=self._aeval, args_schema=EvalInput, infer_schema=False,
         )]
 
@@ -187,7 +190,7 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
     def _eval_sync(self, code: str, runtime: ToolRuntime) -> ToolMessage:
         return tool_error(
             content="Error: eval runs only in async runs of the agent (ainvoke / astream).",
-            tool_call_id=runtime.tool_call_id, name="eval")
+            tool_call_id=runtime.tool_call_id, name=EVAL_TOOL)
 
     def _clip(self, text: str) -> str:
         limit = self.limits.max_result_chars
@@ -197,7 +200,7 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
 
     async def _aeval(self, code: str, runtime: ToolRuntime) -> Command | ToolMessage:
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
-        tool_call_id = runtime.tool_call_id or "eval"
+        tool_call_id = runtime.tool_call_id or EVAL_TOOL
         config: dict[str, Any] = dict(runtime.config or {})
         ctx = EvalContext(
             subagents=self.subagents, tools=self.ptc_tools, state=state,
@@ -224,12 +227,12 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
             if printed:
                 text += f"\n\nPrinted before the error:\n{printed}"
             return tool_error(content=self._clip(text), tool_call_id=tool_call_id,
-                               name="eval")
+                               name=EVAL_TOOL)
         parts = [printed.rstrip("\n")] if printed else []
         if out.get("result") is not None:
             parts.append(out["result"])
         message = ToolMessage(content=self._clip("\n".join(parts) or "(no value, no output)"),
-                              tool_call_id=tool_call_id, name="eval")
+                              tool_call_id=tool_call_id, name=EVAL_TOOL)
         update: dict[str, Any] = {**(out.get("updates") or {}), "messages": [message]}
         if self.persistence != "call":
             update[SESSION_KEY] = out.get("session")

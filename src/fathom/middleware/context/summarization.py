@@ -66,6 +66,7 @@ from fathom.tool_answers import tool_error
 __all__ = [
     "ARCHIVE_DIR",
     "COMPACT_FLAG",
+    "COMPACT_TOOL",
     "COMPACT_TOOL_DESCRIPTION",
     "FALLBACK_KEEP_MESSAGES",
     "FALLBACK_TRIGGER_TOKENS",
@@ -80,6 +81,8 @@ __all__ = [
     "is_context_overflow",
 ]
 
+COMPACT_TOOL = "compact_conversation"
+"""The name of the tool the model calls to compact the conversation."""
 COMPACT_FLAG = "compact_requested"
 """State key the `compact_conversation` tool sets; the next model step then summarizes."""
 OFFLOAD_DIR = "/large_tool_results"
@@ -976,13 +979,13 @@ def _compact_conversation(runtime: ToolRuntime) -> Command | ToolMessage:
                         "Finish the other calls, then call it alone."
                     ),
                     tool_call_id=runtime.tool_call_id,
-                    name="compact_conversation",
+                    name=COMPACT_TOOL,
                 )
             break
     message = ToolMessage(
         content="The conversation will be compacted before your next step.",
         tool_call_id=runtime.tool_call_id,
-        name="compact_conversation",
+        name=COMPACT_TOOL,
     )
     return Command(update={COMPACT_FLAG: True, "messages": [message]})
 
@@ -1023,7 +1026,7 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
         self.section = PromptSection("compacting", system_prompt or "")
         self.tools = [
             StructuredTool.from_function(
-                name="compact_conversation",
+                name=COMPACT_TOOL,
                 description=COMPACT_TOOL_DESCRIPTION,
                 func=_compact_conversation,
                 coroutine=_acompact_conversation,

@@ -3,6 +3,8 @@
 `graph` builds the graph; `contracts` (the `SubTask` contract and actions), `waves`
 (dependency waves), `planner`, `dispatch`, `workers`, `review`, `structured` (validated
 structured output) and `prompts` are its parts.
+
+Layer: agent; it must not import project, server, protocols or cli.
 """
 
 from fathom.patterns.workflow import graph as _graph

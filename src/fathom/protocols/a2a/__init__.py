@@ -7,6 +7,8 @@
   (:mod:`fathom.protocols.a2a.client`).
 
 Needs the ``a2a`` extra (``pip install 'fathom[a2a]'``).
+
+Layer: protocols; it must not import cli.
 """
 
 from fathom.protocols.a2a.client import A2AAgent, A2AReply, a2a_subagent, a2a_tool

@@ -2,6 +2,8 @@
 
 `fathom acp` runs `serve_stdio`: the project agent of the `fathom` command, one session per
 editor thread, over JSON-RPC on stdin/stdout (https://agentclientprotocol.com).
+
+Layer: protocols; it must not import cli.
 """
 
 from fathom.protocols.acp.content import UnsupportedContentError, from_acp, to_acp

@@ -28,6 +28,10 @@ from acp.schema import (
     ToolKind,
 )
 
+from fathom.middleware.execute import EXECUTE_TOOL
+from fathom.middleware.planning import WRITE_TODOS_TOOL
+from fathom.middleware.subagents import TASK_TOOL
+
 __all__ = ["plan_update", "tool_call_start", "tool_call_title", "tool_result_update"]
 
 _KINDS: dict[str, ToolKind] = {
@@ -38,9 +42,9 @@ _KINDS: dict[str, ToolKind] = {
     "ls": "search",
     "glob": "search",
     "grep": "search",
-    "execute": "execute",
-    "task": "think",
-    "write_todos": "think",
+    EXECUTE_TOOL: "execute",
+    TASK_TOOL: "think",
+    WRITE_TODOS_TOOL: "think",
 }
 _PLAN_STATUSES = ("pending", "in_progress", "completed")
 RESULT_LIMIT = 4000
@@ -59,9 +63,9 @@ def tool_call_title(name: str, args: Mapping[str, Any]) -> str:
               "delete": "Delete"}  # fmt: skip
     if name in titles and path:
         return f"{titles[name]} `{path}`"
-    if name == "execute" and args.get("command"):
+    if name == EXECUTE_TOOL and args.get("command"):
         return f"Run `{args['command']}`"
-    if name == "task" and args.get("subagent_type"):
+    if name == TASK_TOOL and args.get("subagent_type"):
         return f"Delegate to {args['subagent_type']}"
     return name
 

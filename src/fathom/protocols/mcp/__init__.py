@@ -1,5 +1,8 @@
 """MCP in fathom: servers' tools for an agent (`load_tools`, `McpServers`), and an agent
-served as MCP tools (`fathom mcp serve`, in `fathom.protocols.mcp.server`)."""
+served as MCP tools (`fathom mcp serve`, in `fathom.protocols.mcp.server`).
+
+Layer: protocols; it must not import cli.
+"""
 
 from fathom.tools.mcp import (
     McpServers,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from playwright.sync_api import expect
-from tests.web.conftest import IMAGES
+from tests.server.web.conftest import IMAGES
 
 HANG_MS = 30_000
 """Bounds a hang in one expectation; nothing waits for it to pass."""

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import httpx
-from tests.web.conftest import prepare
+from tests.server.web.conftest import prepare
 
 DEADLINE_S = 60.0
 """Bounds a hang while waiting for the browser command to run."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from tests.code_interpreter.support import agent, eval_results, user
+from tests.middleware.code_interpreter.support import agent, eval_results, user
 
 from fathom.testing import ai
 

@@ -15,6 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
+from tests.benchmarks.conftest import load_benchmark
 
 from fathom import create_deep_agent
 from fathom.backends import create_file_data
@@ -22,8 +23,6 @@ from fathom.middleware import SubAgentMiddleware, SummarizationMiddleware
 from fathom.middleware.subagents import FORK_NOTE, FORK_REFUSAL, FORK_TASK_PREAMBLE
 from fathom.prompt import BASE_PROMPT
 from fathom.testing import RecordedRequest, ScriptedModel, ai, tool_call
-
-from .benchmarks.conftest import load_benchmark
 
 prefix_tool = load_benchmark("prefix_stability")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.async_subagents_support import supervisor, tool_results, turn
+from tests.middleware.async_subagents.support import supervisor, tool_results, turn
 from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available, free_port
 from tests.server.support import eventually
 

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 from langgraph_sdk.client import LangGraphClient
 from starlette.responses import JSONResponse
-from tests.async_subagents_support import Child, supervisor, tool_results, turn
+from tests.middleware.async_subagents.support import Child, supervisor, tool_results, turn
 from tests.server.app_support import until
 
 from fathom.middleware.async_subagents.transport import create_run, read_thread

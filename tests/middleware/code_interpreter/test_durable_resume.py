@@ -9,7 +9,7 @@ import json
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from tests.code_interpreter.support import echo_model, eval_call, eval_results, user
+from tests.middleware.code_interpreter.support import echo_model, eval_call, eval_results, user
 
 from fathom import create_deep_agent
 from fathom.testing import ScriptedModel, ai, tool_call

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
-from tests.code_interpreter.support import agent, eval_results, user
+from tests.middleware.code_interpreter.support import agent, eval_results, user
 
 
 def counting_subagent(cap_reached_at: int, stats: dict[str, int]) -> RunnableLambda:

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
-from tests.web.conftest import WebServer
-from tests.web.support import new_thread, open_page, send, wait_idle
+from tests.server.web.conftest import WebServer
+from tests.server.web.support import new_thread, open_page, send, wait_idle
 
 
 def test_the_usage_panel_shows_the_prefix_the_agent_kept(page: Any, web_server: WebServer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.code_interpreter.support import agent, echo_model, eval_results, user
+from tests.middleware.code_interpreter.support import agent, echo_model, eval_results, user
 
 
 async def test_eval_returns_the_last_expression_and_the_printed_output():

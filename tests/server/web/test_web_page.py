@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
-from tests.web.conftest import WebServer
-from tests.web.support import new_thread, open_page, screenshot, send, wait_idle
+from tests.server.web.conftest import WebServer
+from tests.server.web.support import new_thread, open_page, screenshot, send, wait_idle
 
 STREAM_RECORDER = """
 window.__streamed = [];
