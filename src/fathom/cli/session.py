@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from fathom.project.undo import FileJournal
 from fathom.usage import AgentTotals, AgentUsage
 
 __all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -258,7 +261,8 @@ class Session:
                 except asyncio.CancelledError:
                     self._stopped.add(thread_id)
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
-                except Exception as error:  # shown to the person; the thread stays usable
+                except Exception as error:  # boundary: the run failed; shown, the thread kept
+                    logger.debug("the turn on thread %s failed", thread_id, exc_info=True)
                     status, detail = "error", f"{type(error).__name__}: {error}"
                 finally:
                     self.journal.end_turn()

@@ -11,6 +11,7 @@ piece of output is sent as a custom stream event, so `stream_mode="custom"` show
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,8 @@ __all__ = [
     "ExecuteMiddleware",
     "execute_answer",
 ]
+
+logger = logging.getLogger(__name__)
 
 EXECUTE_STREAM_EVENT = "execute_output"
 """The `type` of the custom stream events that carry a running command's output."""
@@ -242,6 +245,7 @@ class _SaveFailed:
     """Stands in for a write result when the backend raised instead of answering."""
 
     def __init__(self, error: Exception) -> None:
+        logger.debug("could not save a command's output", exc_info=error)
         self.error = f"{type(error).__name__}: {error}"
         self.files_update = None
 
@@ -249,14 +253,14 @@ class _SaveFailed:
 def _save(write: Callable[[], Any]) -> Any:
     try:
         return write()
-    except Exception as error:  # a broken backend must not lose the command's answer
+    except Exception as error:  # boundary: a broken backend must not lose the command's answer
         return _SaveFailed(error)
 
 
 async def _asave(pending: Any) -> Any:
     try:
         return await pending
-    except Exception as error:
+    except Exception as error:  # boundary: as `_save`
         return _SaveFailed(error)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NotRequired
@@ -40,6 +41,8 @@ from fathom.middleware.subagent_status import (
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
 from fathom.tool_answers import tool_error
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -600,6 +603,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         return Command(update={**update, "messages": [message]})
 
     def _failure(self, runtime: ToolRuntime, name: str, error: Exception) -> ToolMessage:
+        logger.debug("subagent %r failed", name, exc_info=error)
         if isinstance(error, GraphRecursionError):
             text = (
                 f"Error: subagent {name!r} was stopped: it reached the step limit "
@@ -625,7 +629,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             result = spec["runnable"].invoke(payload, config)
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: a subagent's failure is answered to the model
             return self._failure(runtime, spec["name"], error)
         return self._finish(runtime, spec, result)
 
@@ -638,6 +642,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             result = await spec["runnable"].ainvoke(payload, config)
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: a subagent's failure is answered to the model
             return self._failure(runtime, spec["name"], error)
         return self._finish(runtime, spec, result)

@@ -210,7 +210,7 @@ class _Runner:
             raise
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: the agent's failure is answered to the model
             return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
         return self._answer(runtime, result)
 
@@ -224,7 +224,7 @@ class _Runner:
             raise
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: the agent's failure is answered to the model
             return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
         return self._answer(runtime, result)
 

@@ -290,7 +290,8 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
                 value = parse_answer(answer, schema) if schema else answer
             except GraphBubbleUp:
                 raise
-            except Exception as error:
+            except Exception as error:  # boundary: a subagent's failure is raised in the code
+                logger.debug("subagent %r failed for the code interpreter", kind, exc_info=True)
                 schema_error = isinstance(error, ResponseSchemaError)
                 kind_name = "ValueError" if schema_error else "RuntimeError"
                 message = (str(error) if schema_error

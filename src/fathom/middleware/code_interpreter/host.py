@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ __all__ = [
     "run_tool",
     "task_call",
 ]
+
+logger = logging.getLogger(__name__)
 
 TOOL_FUNCTION = "_fathom_tool"
 """The host function behind `tools.<name>(**args)` (name, kwargs)."""
@@ -125,7 +128,8 @@ async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config:
         return exception_result("NameError", f"there is no tool {name!r} in tools")
     try:
         output = await tool.ainvoke(dict(kwargs or {}), config)
-    except Exception as error:
+    except Exception as error:  # boundary: a tool's failure is raised in the sandbox's code
+        logger.debug("tool %r failed for the code interpreter", name, exc_info=True)
         return exception_result("RuntimeError", f"tool {name!r} failed: "
                                 f"{type(error).__name__}: {error}")
     return {"return_value": plain(output)}

@@ -89,7 +89,7 @@ class AgentTools:
             raise ToolError(f"thread {thread} is busy with a running task; check_task it first")
         try:
             status, answer, interrupts = await self._run(question, thread)
-        except Exception as error:
+        except Exception as error:  # boundary: the run's failure answers the tool call
             logger.exception("ask on thread %s failed", thread)
             raise ToolError(f"the agent failed on thread {thread}: "
                             f"{type(error).__name__}: {error}") from error
@@ -113,7 +113,7 @@ class AgentTools:
             record.status, record.result, record.interrupts = status, answer, interrupts
         except asyncio.CancelledError:
             record.status = "cancelled"
-        except Exception as error:
+        except Exception as error:  # boundary: the run's failure is the task's result
             logger.exception("task %s failed", record.task_id)
             record.status, record.error = "error", f"{type(error).__name__}: {error}"
         finally:
