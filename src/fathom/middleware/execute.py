@@ -33,6 +33,7 @@ from fathom.backends.protocol import (
 from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.tool_answers import exception_text
 
 __all__ = [
     "EXECUTE_DESCRIPTION",
@@ -246,7 +247,7 @@ class _SaveFailed:
 
     def __init__(self, error: Exception) -> None:
         logger.debug("could not save a command's output", exc_info=error)
-        self.error = f"{type(error).__name__}: {error}"
+        self.error = exception_text(error)
         self.files_update = None
 
 

@@ -40,7 +40,7 @@ from fathom.middleware.subagent_status import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import exception_text, tool_error
 
 logger = logging.getLogger(__name__)
 
@@ -604,6 +604,8 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
 
     def _failure(self, runtime: ToolRuntime, name: str, error: Exception) -> ToolMessage:
         logger.debug("subagent %r failed", name, exc_info=error)
+        # the artifact (never sent to the model) lets the stream end the subagent as failed
+        detail = exception_text(error)
         if isinstance(error, GraphRecursionError):
             text = (
                 f"Error: subagent {name!r} was stopped: it reached the step limit "
@@ -612,11 +614,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             )
         else:
             text = (
-                f"Error: subagent {name!r} failed: {type(error).__name__}: {error}. Its work "
-                "is lost; retry with a clearer task or do it another way."
+                f"Error: subagent {name!r} failed: {detail}. Its work is lost; retry with a "
+                "clearer task or do it another way."
             )
-        # the artifact (never sent to the model) lets the stream end the subagent as failed
-        detail = f"{type(error).__name__}: {error}"
         return tool_error(text, tool_call_id=runtime.tool_call_id, name="task",
                           artifact=subagent_failure_artifact(name, detail))
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from fathom.tool_answers import exception_text
+
 __all__ = [
     "TOOL_FUNCTION",
     "TaskCall",
@@ -130,8 +132,7 @@ async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config:
         output = await tool.ainvoke(dict(kwargs or {}), config)
     except Exception as error:  # boundary: a tool's failure is raised in the sandbox's code
         logger.debug("tool %r failed for the code interpreter", name, exc_info=True)
-        return exception_result("RuntimeError", f"tool {name!r} failed: "
-                                f"{type(error).__name__}: {error}")
+        return exception_result("RuntimeError", f"tool {name!r} failed: {exception_text(error)}")
     return {"return_value": plain(output)}
 
 
