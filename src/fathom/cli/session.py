@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,8 +38,6 @@ from fathom.project.undo import FileJournal
 from fathom.usage import AgentTotals, AgentUsage
 
 __all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -261,8 +258,7 @@ class Session:
                 except asyncio.CancelledError:
                     self._stopped.add(thread_id)
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
-                except Exception as error:  # boundary: the run failed; shown, the thread kept
-                    logger.debug("the turn on thread %s failed", thread_id, exc_info=True)
+                except Exception as error:  # boundary: the run failed; shown to the person
                     status, detail = "error", f"{type(error).__name__}: {error}"
                 finally:
                     self.journal.end_turn()
