@@ -261,7 +261,7 @@ def _save(write: Callable[[], Any]) -> Any:
 async def _asave(pending: Any) -> Any:
     try:
         return await pending
-    except Exception as error:  # boundary: as `_save`
+    except Exception as error:  # boundary: as in `_save`
         return _SaveFailed(error)
 
 

@@ -159,11 +159,11 @@ class _Collector:
         self.kept += part
         if self._listener is not None:
             text = self._decoder.decode(part, final=len(self.kept) >= self.cap)
-            if text and not _heard(self._listener, text):
+            if text and not _call_listener(self._listener, text):
                 self._listener = None  # it raised: no longer called
 
 
-def _heard(listener: OutputCallback, text: str) -> bool:
+def _call_listener(listener: OutputCallback, text: str) -> bool:
     """Give `text` to `listener`; `False` when it raised (logged, never passed on)."""
     try:
         listener(text)
@@ -295,7 +295,7 @@ async def arun_process(
         context = contextvars.copy_context()  # the caller's (stream writers read it)
 
         def forward(text: str) -> None:
-            loop.call_soon_threadsafe(_heard, callback, text, context=context)
+            loop.call_soon_threadsafe(_call_listener, callback, text, context=context)
 
         listener = forward
 
