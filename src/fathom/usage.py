@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -196,7 +197,7 @@ async def collect_async_usage(
         task_client = client(task) if callable(client) else client
         try:
             thread = await task_client.threads.get(str(task.get("thread_id") or task_id))
-        except Exception as error:  # the SDK raises untyped errors
+        except (httpx.HTTPError, ValueError) as error:  # the server is down, says no, or garbles
             logger.warning("could not read the usage of async task %s: %s", task_id, error)
             unread.append(task_id)
             continue

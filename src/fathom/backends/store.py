@@ -611,7 +611,7 @@ class StoreBackend(protocol.PlannedBackend):
         else:
             try:
                 namespace = self._namespace(NamespaceRuntime(runtime))
-            except Exception as error:  # the user's factory: its failure is the result's
+            except Exception as error:  # boundary: the user's factory fails the operation
                 detail = _factory_failure(error, runtime)
                 logger.warning("%s", detail, exc_info=True)
                 return BackendError(ErrorKind.FAILED, detail=detail)

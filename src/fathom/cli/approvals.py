@@ -158,7 +158,7 @@ def file_reader(setup: Any) -> ReadCurrent:
             backend = build_backend(setup.project_dir, setup.home, "none")
         try:
             [answer] = backend.download_files([path])
-        except Exception as error:  # a backend's own failure: show the content instead
+        except (OSError, FathomError) as error:  # fathom's backend failed: show the content
             raise CurrentUnknown(f"reading it failed ({error})") from error
         if answer.error is not None:
             kind = str(getattr(answer.error, "value", answer.error))

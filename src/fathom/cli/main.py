@@ -298,6 +298,8 @@ def _threads_command(args: argparse.Namespace) -> int:
 def _tasks_command(args: argparse.Namespace) -> int:
     import asyncio
 
+    import httpx
+
     from fathom.cli.tasks import (
         TaskLookupError,
         server_async_tasks,
@@ -316,7 +318,7 @@ def _tasks_command(args: argparse.Namespace) -> int:
         text = asyncio.run(report())
     except TaskLookupError as error:
         return fail(str(error))
-    except Exception as error:  # the SDK raises untyped errors: say what failed, plainly
+    except (httpx.HTTPError, ValueError) as error:  # down, refused or garbled: say so plainly
         if getattr(getattr(error, "response", None), "status_code", None) == 404:
             return fail(f"thread {args.thread} was not found on {where}", EXIT_FAILED)
         return fail(f"cannot read thread {args.thread} from {where}: {error}", EXIT_FAILED)

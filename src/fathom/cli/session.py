@@ -258,7 +258,7 @@ class Session:
                 except asyncio.CancelledError:
                     self._stopped.add(thread_id)
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
-                except Exception as error:  # shown to the person; the thread stays usable
+                except Exception as error:  # boundary: the run failed; shown to the person
                     status, detail = "error", f"{type(error).__name__}: {error}"
                 finally:
                     self.journal.end_turn()

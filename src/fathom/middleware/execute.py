@@ -11,6 +11,7 @@ piece of output is sent as a custom stream event, so `stream_mode="custom"` show
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ from fathom.backends.protocol import (
 from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.tool_answers import exception_text
 
 __all__ = [
     "EXECUTE_DESCRIPTION",
@@ -45,6 +47,9 @@ __all__ = [
 
 EXECUTE_TOOL = "execute"
 """The name of the tool that runs a shell command on the backend."""
+
+logger = logging.getLogger(__name__)
+
 EXECUTE_STREAM_EVENT = "execute_output"
 """The `type` of the custom stream events that carry a running command's output."""
 
@@ -245,21 +250,22 @@ class _SaveFailed:
     """Stands in for a write result when the backend raised instead of answering."""
 
     def __init__(self, error: Exception) -> None:
-        self.error = f"{type(error).__name__}: {error}"
+        logger.debug("could not save a command's output", exc_info=error)
+        self.error = exception_text(error)
         self.files_update = None
 
 
 def _save(write: Callable[[], Any]) -> Any:
     try:
         return write()
-    except Exception as error:  # a broken backend must not lose the command's answer
+    except Exception as error:  # boundary: a broken backend must not lose the command's answer
         return _SaveFailed(error)
 
 
 async def _asave(pending: Any) -> Any:
     try:
         return await pending
-    except Exception as error:
+    except Exception as error:  # boundary: as in `_save`
         return _SaveFailed(error)
 
 

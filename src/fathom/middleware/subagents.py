@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NotRequired
@@ -39,7 +40,9 @@ from fathom.middleware.subagent_status import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import exception_text, tool_error
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -603,6 +606,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         return Command(update={**update, "messages": [message]})
 
     def _failure(self, runtime: ToolRuntime, name: str, error: Exception) -> ToolMessage:
+        logger.debug("subagent %r failed", name, exc_info=error)
+        # the artifact (never sent to the model) lets the stream end the subagent as failed
+        detail = exception_text(error)
         if isinstance(error, GraphRecursionError):
             text = (
                 f"Error: subagent {name!r} was stopped: it reached the step limit "
@@ -611,11 +617,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             )
         else:
             text = (
-                f"Error: subagent {name!r} failed: {type(error).__name__}: {error}. Its work "
-                "is lost; retry with a clearer task or do it another way."
+                f"Error: subagent {name!r} failed: {detail}. Its work is lost; retry with a "
+                "clearer task or do it another way."
             )
-        # the artifact (never sent to the model) lets the stream end the subagent as failed
-        detail = f"{type(error).__name__}: {error}"
         return tool_error(text, tool_call_id=runtime.tool_call_id, name=TASK_TOOL,
                           artifact=subagent_failure_artifact(name, detail))
 
@@ -628,7 +632,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             result = spec["runnable"].invoke(payload, config)
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: a subagent's failure is answered to the model
             return self._failure(runtime, spec["name"], error)
         return self._finish(runtime, spec, result)
 
@@ -641,6 +645,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             result = await spec["runnable"].ainvoke(payload, config)
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: a subagent's failure is answered to the model
             return self._failure(runtime, spec["name"], error)
         return self._finish(runtime, spec, result)

@@ -52,7 +52,7 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import exception_text, tool_error
 
 __all__ = [
     "DEFAULT_SUPERVISOR_PROMPT",
@@ -176,7 +176,7 @@ def _failure(tool_name: str, label: str, call_id: str | None, error: Exception) 
     logger.warning("subagent %r failed", label, exc_info=error)
     return tool_error(
         content=(
-            f"Error: agent {label!r} failed: {type(error).__name__}: {error}. Its work is "
+            f"Error: agent {label!r} failed: {exception_text(error)}. Its work is "
             "lost; retry with a clearer request or do it another way."
         ),
         tool_call_id=call_id,
@@ -210,7 +210,7 @@ class _Runner:
             raise
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: the agent's failure is answered to the model
             return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
         return self._answer(runtime, result)
 
@@ -224,7 +224,7 @@ class _Runner:
             raise
         except GraphBubbleUp:
             raise
-        except Exception as error:
+        except Exception as error:  # boundary: the agent's failure is answered to the model
             return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
         return self._answer(runtime, result)
 

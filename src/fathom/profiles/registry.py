@@ -135,7 +135,7 @@ def model_spec(model: BaseChatModel) -> tuple[str | None, str | None]:
     params: dict[str, Any] = {}
     try:
         params = dict(model._get_ls_params())
-    except Exception:
+    except Exception:  # boundary: a provider's own code; it only loses the profile lookup
         logger.debug("could not read the model's provider", exc_info=True)
     provider = params.get("ls_provider")
     name = params.get("ls_model_name") or getattr(model, "model_name", None) or getattr(
@@ -262,10 +262,15 @@ def _register_builtins() -> None:
     _state["builtins"] = True
 
 
+# What listing entry points raises over a broken installed distribution: an unreadable
+# file, undecodable text, or an `entry_points.txt` line without `=` (a TypeError).
+_BROKEN_METADATA = (OSError, ValueError, TypeError)
+
+
 def _run_group(group: str) -> None:
     try:
         found = list(entry_points(group=group))
-    except Exception as exc:
+    except _BROKEN_METADATA as exc:
         logger.warning("could not list %s entry points: %s", group, exc)
         return
     reference = (_reference_registries()
@@ -279,7 +284,7 @@ def _run_group(group: str) -> None:
             with _captured(reference) as (harness, provider):
                 register()
             _adopt(harness, provider)
-        except Exception as exc:
+        except Exception as exc:  # boundary: a plugin's own code; it is skipped, not fatal
             message = f"Skipped {where}: {type(exc).__name__}: {exc}"
             logger.exception(message)
             warnings.warn(message, stacklevel=3)

@@ -11,7 +11,7 @@ import uuid
 import warnings
 from typing import Any
 
-from pydantic import TypeAdapter, create_model
+from pydantic import PydanticUserError, TypeAdapter, create_model
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -24,12 +24,9 @@ from fathom.server.validation import check_id, opt_dict, opt_enum, opt_int, opt_
 
 __all__ = ["get_assistant", "routes", "schemas", "search"]
 
-
-def _schema(model: Any) -> Any:
-    try:
-        return model.model_json_schema()
-    except Exception:
-        return None
+# What pydantic raises for a type it cannot describe (a schema error is a PydanticUserError;
+# a few unusual annotations still fail with a TypeError).
+_NO_SCHEMA = (PydanticUserError, TypeError)
 
 
 async def search(request: Request) -> Response:
@@ -161,7 +158,7 @@ def _state_schema(graph: Any) -> dict[str, Any]:
         update_type = graph.channels[name].UpdateType
         try:
             TypeAdapter(update_type).json_schema()
-        except Exception:
+        except _NO_SCHEMA:
             update_type = Any
         fields[name] = (update_type, None)
     return create_model(graph.get_name("State"), **fields).model_json_schema()
@@ -171,14 +168,14 @@ def _config_schema(graph: Any) -> Any:
     """The graph's config JSON schema (LangGraph deprecates the API but still serves it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _schema(graph.config_schema())
+        return graph.config_schema().model_json_schema()
 
 
 def _safe(fn: Any) -> Any:
     """``fn()``, or ``None`` when the graph cannot describe that schema."""
     try:
         return fn()
-    except Exception:
+    except _NO_SCHEMA:
         return None
 
 

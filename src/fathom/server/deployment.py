@@ -158,14 +158,14 @@ def _import_target(path: Path, key: str, spec: str) -> Any:
             sys.modules[module_name] = module
             try:
                 module_spec.loader.exec_module(module)
-            except BaseException:
+            except BaseException:  # boundary (cleanup): no half-run module is kept; re-raised
                 sys.modules.pop(module_name, None)
                 raise
         else:
             module = importlib.import_module(target)
     except DeploymentError:
         raise
-    except Exception as error:
+    except Exception as error:  # boundary: the user's module runs; re-raised as ours
         raise _fail(path, key, f"importing {target} failed: {type(error).__name__}: {error}. "
                     "Fix the module, or install what it needs into this environment"
                     ) from error  # fmt: skip

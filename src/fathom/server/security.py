@@ -166,7 +166,7 @@ class BodyLimitMiddleware:
 
         try:
             await self.app(scope, counting_receive, guarded_send)
-        except Exception:
+        except Exception:  # boundary: the app's request handler; only a 413 replaces an error
             if not exceeded or started:
                 raise  # an error of the app's own, or too late to answer 413
         if exceeded and not started:

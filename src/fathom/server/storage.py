@@ -124,6 +124,7 @@ async def _postgres(stack: AsyncExitStack, url: str, index: Any, ttl: Any) -> St
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg import Error as PostgresError
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
     except ImportError as error:
@@ -135,7 +136,7 @@ async def _postgres(stack: AsyncExitStack, url: str, index: Any, ttl: Any) -> St
     )  # fmt: skip
     try:
         await pool.open(wait=True, timeout=30)
-    except Exception as error:
+    except PostgresError as error:  # a PoolTimeout when the server cannot be reached
         await pool.close()
         raise StorageError(f"cannot connect to {_redacted(url)}: {error}") from error
     stack.push_async_callback(pool.close)

@@ -113,7 +113,7 @@ class Rendezvous:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
 
-        def settle(error: BaseException | None) -> None:
+        def settle(error: RendezvousTimeout | None) -> None:
             if done.done():
                 return
             if error is None:
@@ -122,10 +122,10 @@ class Rendezvous:
                 done.set_exception(error)
 
         def wait() -> None:
-            error: BaseException | None = None
+            error: RendezvousTimeout | None = None
             try:
                 self.arrive()
-            except BaseException as caught:  # handed to the awaiting coroutine
+            except RendezvousTimeout as caught:  # handed to the awaiting coroutine
                 error = caught
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(settle, error)

@@ -262,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ScriptExhausted as exc:
             # Retrying cannot help: tell the OpenAI SDK not to.
             self._send_error(500, str(exc), "server_error", "script_exhausted", retry=False)
-        except Exception as exc:
+        except Exception as exc:  # boundary: the request handler answers 500 with the error
             self._send_error(500, f"{type(exc).__name__}: {exc}", "server_error", "script_error")
 
     def _chat_completions(self, payload: dict[str, Any]) -> None:

@@ -379,7 +379,7 @@ class TracingHandler(BaseCallbackHandler):
         if self.provider is not None:
             try:
                 self.provider.force_flush()
-            except Exception:  # a collector that is down must not break the caller
+            except Exception:  # boundary (cleanup): a collector down must not break the caller
                 logger.warning("could not flush the last spans", exc_info=True)
 
 

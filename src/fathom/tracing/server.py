@@ -44,7 +44,7 @@ def server_run_span(
                         set_status_on_exception=False):
         try:
             yield
-        except BaseException as error:
+        except BaseException as error:  # boundary: the run's span records it; re-raised
             span.record_exception(error)
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
             raise

@@ -159,12 +159,18 @@ class _Collector:
         self.kept += part
         if self._listener is not None:
             text = self._decoder.decode(part, final=len(self.kept) >= self.cap)
-            if text:
-                try:
-                    self._listener(text)
-                except Exception:
-                    logger.debug("on_output listener failed; no longer called", exc_info=True)
-                    self._listener = None
+            if text and not _call_listener(self._listener, text):
+                self._listener = None  # it raised: no longer called
+
+
+def _call_listener(listener: OutputCallback, text: str) -> bool:
+    """Give `text` to `listener`; `False` when it raised (logged, never passed on)."""
+    try:
+        listener(text)
+    except Exception:  # boundary: the caller's listener must never break the command
+        logger.debug("on_output listener failed", exc_info=True)
+        return False
+    return True
 
 
 def _exit_status(returncode: int) -> int:
@@ -254,7 +260,7 @@ def run_process(
             except subprocess.TimeoutExpired:
                 kill_group(proc.pid)
                 timed_out = True
-    except BaseException:
+    except BaseException:  # boundary (cleanup): nothing outlives the run, then re-raised
         kill_group(proc.pid)
         raise
     finally:
@@ -289,7 +295,7 @@ async def arun_process(
         context = contextvars.copy_context()  # the caller's (stream writers read it)
 
         def forward(text: str) -> None:
-            loop.call_soon_threadsafe(_deliver, callback, text, context=context)
+            loop.call_soon_threadsafe(_call_listener, callback, text, context=context)
 
         listener = forward
 
@@ -313,7 +319,7 @@ async def arun_process(
                 on_start=on_start,
                 cancel=cancel,
             )
-        except BaseException as error:  # handed to the awaiting task
+        except BaseException as error:  # boundary: handed to the awaiting task, raised there
             outcome = error
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
             loop.call_soon_threadsafe(settle, outcome)
@@ -326,10 +332,3 @@ async def arun_process(
         with contextlib.suppress(BaseException):
             await done
         raise
-
-
-def _deliver(callback: OutputCallback, text: str) -> None:
-    try:
-        callback(text)
-    except Exception:
-        logger.debug("on_output listener failed", exc_info=True)

@@ -52,6 +52,7 @@ from fathom.middleware.code_interpreter.schema import (
     parse_answer,
     schema_instruction,
 )
+from fathom.tool_answers import exception_text
 
 __all__ = ["EvalContext", "build_driver", "current_eval"]
 
@@ -290,11 +291,12 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
                 value = parse_answer(answer, schema) if schema else answer
             except GraphBubbleUp:
                 raise
-            except Exception as error:
+            except Exception as error:  # boundary: a subagent's failure is raised in the code
+                logger.debug("subagent %r failed for the code interpreter", kind, exc_info=True)
                 schema_error = isinstance(error, ResponseSchemaError)
                 kind_name = "ValueError" if schema_error else "RuntimeError"
                 message = (str(error) if schema_error
-                           else f"subagent {kind!r} failed: {type(error).__name__}: {error}")
+                           else f"subagent {kind!r} failed: {exception_text(error)}")
                 subagent_event(ctx.writer, "error", **event, error=message)
                 return {"results": {cid: exception_result(kind_name, message)}}
             subagent_event(ctx.writer, "complete", **event)

@@ -46,5 +46,5 @@ def subagent_event(
         payload["error"] = error
     try:
         writer(payload)
-    except Exception:  # a broken consumer must not fail the code's subagent
+    except RuntimeError:  # the run's event loop closed meanwhile: nobody reads the event
         logger.warning("could not write the %s event of %s", event, call_id, exc_info=True)

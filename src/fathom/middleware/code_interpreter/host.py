@@ -12,11 +12,14 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool
+
+from fathom.tool_answers import exception_text
 
 __all__ = [
     "TOOL_FUNCTION",
@@ -28,6 +31,8 @@ __all__ = [
     "run_tool",
     "task_call",
 ]
+
+logger = logging.getLogger(__name__)
 
 TOOL_FUNCTION = "_fathom_tool"
 """The host function behind `tools.<name>(**args)` (name, kwargs)."""
@@ -125,9 +130,9 @@ async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config:
         return exception_result("NameError", f"there is no tool {name!r} in tools")
     try:
         output = await tool.ainvoke(dict(kwargs or {}), config)
-    except Exception as error:
-        return exception_result("RuntimeError", f"tool {name!r} failed: "
-                                f"{type(error).__name__}: {error}")
+    except Exception as error:  # boundary: a tool's failure is raised in the sandbox's code
+        logger.debug("tool %r failed for the code interpreter", name, exc_info=True)
+        return exception_result("RuntimeError", f"tool {name!r} failed: {exception_text(error)}")
     return {"return_value": plain(output)}
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import inspect
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,8 @@ from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, W
 from fathom.patterns.workflow.structured import named_config
 
 __all__ = ["Emit", "Worker", "WorkerRunner", "render_task"]
+
+logger = logging.getLogger(__name__)
 
 Worker: TypeAlias = Pregel | BaseChatModel | Callable[[WorkItem], str | Awaitable[str]]
 """A compiled graph with `messages`, a chat model, or `callable(WorkItem) -> str`."""
@@ -204,7 +207,7 @@ class WorkerRunner:
                 return self._result(item, "ok", attempt, started, output=output)
             except GraphBubbleUp:
                 raise
-            except Exception as error:
+            except Exception as error:  # boundary: a failed try is the task's result
                 failure = _describe_failure(error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
@@ -226,7 +229,7 @@ class WorkerRunner:
                 return self._result(item, "ok", attempt, started, output=output)
             except GraphBubbleUp:
                 raise
-            except Exception as error:
+            except Exception as error:  # boundary: a failed try is the task's result
                 failure = _describe_failure(error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
@@ -266,6 +269,7 @@ class WorkerRunner:
 
 
 def _describe_failure(error: Exception, timeout: float | None) -> tuple[TaskStatus, str]:
+    logger.debug("a workflow task's try failed", exc_info=error)
     if isinstance(error, _TaskTimeout):
         return "timeout", f"timed out after {timeout:g}s"
     return "failed", f"{type(error).__name__}: {error}"

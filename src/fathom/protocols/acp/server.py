@@ -248,7 +248,7 @@ class FathomACPAgent:
             pass
         except RequestError:
             raise
-        except Exception as error:  # the model or a tool failed: say so; the thread is kept
+        except Exception as error:  # boundary: the run failed; say so, the thread is kept
             logger.exception("turn failed in session %s", session_id)
             raise _error(-32603, f"the run failed: {type(error).__name__}: {error}. "
                          "What finished is kept; send another prompt to go on.") from None
@@ -312,7 +312,7 @@ class FathomACPAgent:
         session.notices = list(loaded.problems)
         try:
             await self._rebuild(session, model=record.model or None)
-        except BaseException:
+        except BaseException:  # boundary (cleanup): the MCP servers are closed; re-raised
             await loaded.aclose()
             raise
         return session

@@ -29,6 +29,8 @@ from langchain_core.runnables import RunnableConfig
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
+from fathom.tool_answers import exception_text
+
 __all__ = ["AgentTools", "TaskRecord", "build_mcp_server", "serve_mcp"]
 
 logger = logging.getLogger(__name__)
@@ -89,10 +91,10 @@ class AgentTools:
             raise ToolError(f"thread {thread} is busy with a running task; check_task it first")
         try:
             status, answer, interrupts = await self._run(question, thread)
-        except Exception as error:
+        except Exception as error:  # boundary: the run's failure answers the tool call
             logger.exception("ask on thread %s failed", thread)
-            raise ToolError(f"the agent failed on thread {thread}: "
-                            f"{type(error).__name__}: {error}") from error
+            text = exception_text(error)
+            raise ToolError(f"the agent failed on thread {thread}: {text}") from error
         reply: dict[str, Any] = {"status": status, "thread_id": thread, "answer": answer}
         if interrupts:
             reply["interrupts"] = interrupts
@@ -113,9 +115,9 @@ class AgentTools:
             record.status, record.result, record.interrupts = status, answer, interrupts
         except asyncio.CancelledError:
             record.status = "cancelled"
-        except Exception as error:
+        except Exception as error:  # boundary: the run's failure is the task's result
             logger.exception("task %s failed", record.task_id)
-            record.status, record.error = "error", f"{type(error).__name__}: {error}"
+            record.status, record.error = "error", exception_text(error)
         finally:
             self._running.pop(record.task_id, None)
 

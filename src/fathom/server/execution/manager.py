@@ -324,7 +324,7 @@ class RunManager:
                     self.active_count -= 1
         except asyncio.CancelledError:
             return self._cancelled_status(run_id), None, graph, before, None
-        except Exception as exc:
+        except Exception as exc:  # boundary: the graph's failure ends its run, not the server
             logger.exception("run %s failed", run_id)
             error = {"error": type(exc).__name__, "message": str(exc)}
             stream.publish("error", error)
@@ -378,7 +378,7 @@ class RunManager:
                 waiting = bool(snap and is_interrupted(snap))
             await self._update_thread(run, error, waiting, keep_run=status != "rollback",
                                       prefix=end.prefix if end is not None else None)
-        except Exception:
+        except Exception:  # boundary (cleanup): the run's stream and slot are released anyway
             logger.exception("could not record the end of run %s", run_id)
         finally:
             runs = self._thread_runs.get(thread_id, [])
@@ -484,5 +484,5 @@ async def _post_webhook(url: str, run: dict[str, Any]) -> None:
         async with httpx.AsyncClient(timeout=30) as client:
             response = await client.post(url, json=to_jsonable(run))
             response.raise_for_status()
-    except Exception as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # unreachable, refused, or no URL
         logger.warning("webhook %s for run %s failed: %s", url, run["run_id"], exc)
