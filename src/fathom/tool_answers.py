@@ -13,13 +13,20 @@ but the error root.
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphBubbleUp
 
 from fathom.errors import FathomError
 
-__all__ = ["exception_text", "tool_error"]
+__all__ = ["Failure", "aattempt", "attempt", "exception_text", "tool_error"]
+
+R = TypeVar("R")
+logger = logging.getLogger(__name__)
 
 
 def tool_error(
@@ -45,3 +52,36 @@ def exception_text(error: BaseException) -> str:
         return str(error) or type(error).__name__
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What `attempt` caught: the exception, and its words for the model (`text`)."""
+
+    error: Exception
+
+    @property
+    def text(self) -> str:
+        return exception_text(self.error)
+
+
+def attempt(work: Callable[[], R], what: str) -> R | Failure:
+    """`work()`, or the `Failure` it raised; `what` names the work in the log."""
+    try:
+        return work()
+    except GraphBubbleUp:
+        raise
+    except Exception as error:  # boundary: the failure of this work is an answer
+        logger.debug("%s failed", what, exc_info=error)
+        return Failure(error)
+
+
+async def aattempt(work: Awaitable[R], what: str) -> R | Failure:
+    """`await work`, or the `Failure` it raised (see `attempt`)."""
+    try:
+        return await work
+    except GraphBubbleUp:
+        raise
+    except Exception as error:  # boundary: as in `attempt`
+        logger.debug("%s failed", what, exc_info=error)
+        return Failure(error)

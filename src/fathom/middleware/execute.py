@@ -11,7 +11,6 @@ piece of output is sent as a custom stream event, so `stream_mode="custom"` show
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +32,7 @@ from fathom.backends.protocol import (
 from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.tool_answers import exception_text
+from fathom.tool_answers import Failure, aattempt, attempt
 
 __all__ = [
     "EXECUTE_DESCRIPTION",
@@ -47,8 +46,6 @@ __all__ = [
 
 EXECUTE_TOOL = "execute"
 """The name of the tool that runs a shell command on the backend."""
-
-logger = logging.getLogger(__name__)
 
 EXECUTE_STREAM_EVENT = "execute_output"
 """The `type` of the custom stream events that carry a running command's output."""
@@ -222,7 +219,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         response = backend.execute(command, timeout=seconds, on_output=_writer(runtime))
         written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
-            written = _save(lambda: backend.write(path, response.output))
+            written = _saved(attempt(lambda: backend.write(path, response.output), _SAVING))
         return _answer(response, runtime, limit, written, path, note)
 
     async def aexecute(runtime: ToolRuntime, command: str, timeout: int | None = None) -> Any:
@@ -233,7 +230,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
         response = await backend.aexecute(command, timeout=seconds, on_output=_writer(runtime))
         written, path = None, _offload_path(runtime, backend)
         if len(response.output) > limit:
-            written = await _asave(backend.awrite(path, response.output))
+            written = _saved(await aattempt(backend.awrite(path, response.output), _SAVING))
         return _answer(response, runtime, limit, written, path, note)
 
     return StructuredTool.from_function(
@@ -246,27 +243,20 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
     )
 
 
-class _SaveFailed:
-    """Stands in for a write result when the backend raised instead of answering."""
+_SAVING = "saving a command's output"
 
-    def __init__(self, error: Exception) -> None:
-        logger.debug("could not save a command's output", exc_info=error)
-        self.error = exception_text(error)
+
+class _SaveFailed:
+    """Stands in for a write result when the backend raised instead of answering: a broken
+    backend must not lose the command's answer."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.error = failure.text
         self.files_update = None
 
 
-def _save(write: Callable[[], Any]) -> Any:
-    try:
-        return write()
-    except Exception as error:  # boundary: a broken backend must not lose the command's answer
-        return _SaveFailed(error)
-
-
-async def _asave(pending: Any) -> Any:
-    try:
-        return await pending
-    except Exception as error:  # boundary: as in `_save`
-        return _SaveFailed(error)
+def _saved(outcome: Any) -> Any:
+    return _SaveFailed(outcome) if isinstance(outcome, Failure) else outcome
 
 
 class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):

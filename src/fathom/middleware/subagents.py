@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NotRequired
@@ -25,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.errors import GraphBubbleUp, GraphRecursionError
+from langgraph.errors import GraphRecursionError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -40,9 +39,7 @@ from fathom.middleware.subagent_status import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
-from fathom.tool_answers import exception_text, tool_error
-
-logger = logging.getLogger(__name__)
+from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -606,7 +603,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         return Command(update={**update, "messages": [message]})
 
     def _failure(self, runtime: ToolRuntime, name: str, error: Exception) -> ToolMessage:
-        logger.debug("subagent %r failed", name, exc_info=error)
         # the artifact (never sent to the model) lets the stream end the subagent as failed
         detail = exception_text(error)
         if isinstance(error, GraphRecursionError):
@@ -628,12 +624,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        try:
-            result = spec["runnable"].invoke(payload, config)
-        except GraphBubbleUp:
-            raise
-        except Exception as error:  # boundary: a subagent's failure is answered to the model
-            return self._failure(runtime, spec["name"], error)
+        result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
+        if isinstance(result, Failure):
+            return self._failure(runtime, spec["name"], result.error)
         return self._finish(runtime, spec, result)
 
     async def _atask(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
@@ -641,10 +634,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        try:
-            result = await spec["runnable"].ainvoke(payload, config)
-        except GraphBubbleUp:
-            raise
-        except Exception as error:  # boundary: a subagent's failure is answered to the model
-            return self._failure(runtime, spec["name"], error)
+        result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
+        if isinstance(result, Failure):
+            return self._failure(runtime, spec["name"], result.error)
         return self._finish(runtime, spec, result)

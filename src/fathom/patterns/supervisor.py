@@ -45,14 +45,14 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
-from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.errors import GraphInterrupt
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
-from fathom.tool_answers import exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
 
 __all__ = [
     "DEFAULT_SUPERVISOR_PROMPT",
@@ -203,29 +203,25 @@ class _Runner:
     def run(self, runtime: ToolRuntime, request: str) -> ToolMessage:
         payload, config = self._prepare(runtime, request)
         try:
-            result = self.spec.agent.invoke(payload, config)
+            result = attempt(lambda: self.spec.agent.invoke(payload, config), self.label)
         except GraphInterrupt:
             if error := _no_checkpointer_error(config, self.label):
                 raise error from None
             raise
-        except GraphBubbleUp:
-            raise
-        except Exception as error:  # boundary: the agent's failure is answered to the model
-            return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
+        if isinstance(result, Failure):
+            return _failure(self.tool_name, self.label, runtime.tool_call_id, result.error)
         return self._answer(runtime, result)
 
     async def arun(self, runtime: ToolRuntime, request: str) -> ToolMessage:
         payload, config = self._prepare(runtime, request)
         try:
-            result = await self.spec.agent.ainvoke(payload, config)
+            result = await aattempt(self.spec.agent.ainvoke(payload, config), self.label)
         except GraphInterrupt:
             if error := _no_checkpointer_error(config, self.label):
                 raise error from None
             raise
-        except GraphBubbleUp:
-            raise
-        except Exception as error:  # boundary: the agent's failure is answered to the model
-            return _failure(self.tool_name, self.label, runtime.tool_call_id, error)
+        if isinstance(result, Failure):
+            return _failure(self.tool_name, self.label, runtime.tool_call_id, result.error)
         return self._answer(runtime, result)
 
 

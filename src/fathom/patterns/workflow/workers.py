@@ -13,7 +13,6 @@ import asyncio
 import contextvars
 import inspect
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,16 +25,16 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
-from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 
 from fathom.errors import FathomError
 from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, WorkItem
 from fathom.patterns.workflow.structured import named_config
+from fathom.tool_answers import Failure, aattempt
+from fathom.tool_answers import attempt as attempt_work
 
 __all__ = ["Emit", "Worker", "WorkerRunner", "render_task"]
 
-logger = logging.getLogger(__name__)
 
 Worker: TypeAlias = Pregel | BaseChatModel | Callable[[WorkItem], str | Awaitable[str]]
 """A compiled graph with `messages`, a chat model, or `callable(WorkItem) -> str`."""
@@ -202,13 +201,13 @@ class WorkerRunner:
         failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
             this = item.model_copy(update={"attempt": attempt})
-            try:
-                output = _with_timeout(partial(self._call, this, action, cfg), task.timeout)
+            output = attempt_work(
+                partial(_with_timeout, partial(self._call, this, action, cfg), task.timeout),
+                _TRY,
+            )
+            if not isinstance(output, Failure):
                 return self._result(item, "ok", attempt, started, output=output)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:  # boundary: a failed try is the task's result
-                failure = _describe_failure(error, task.timeout)
+            failure = _describe_failure(output.error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
                 time.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
@@ -224,13 +223,12 @@ class WorkerRunner:
         failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
             this = item.model_copy(update={"attempt": attempt})
-            try:
-                output = await _awith_timeout(self._acall(this, action, cfg), task.timeout)
+            output = await aattempt(
+                _awith_timeout(self._acall(this, action, cfg), task.timeout), _TRY
+            )
+            if not isinstance(output, Failure):
                 return self._result(item, "ok", attempt, started, output=output)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:  # boundary: a failed try is the task's result
-                failure = _describe_failure(error, task.timeout)
+            failure = _describe_failure(output.error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
                 await asyncio.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
@@ -268,8 +266,11 @@ class WorkerRunner:
         )
 
 
+_TRY = "a workflow task's try"
+"""What a failed try is called in the log (a failed try is the task's result)."""
+
+
 def _describe_failure(error: Exception, timeout: float | None) -> tuple[TaskStatus, str]:
-    logger.debug("a workflow task's try failed", exc_info=error)
     if isinstance(error, _TaskTimeout):
         return "timeout", f"timed out after {timeout:g}s"
     return "failed", f"{type(error).__name__}: {error}"

@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-from fathom.tool_answers import exception_text
+from fathom.tool_answers import Failure, aattempt
 
 __all__ = ["AgentTools", "TaskRecord", "build_mcp_server", "serve_mcp"]
 
@@ -89,12 +89,12 @@ class AgentTools:
         thread = (thread_id or "").strip() or str(uuid.uuid4())
         if thread in self._running:
             raise ToolError(f"thread {thread} is busy with a running task; check_task it first")
-        try:
-            status, answer, interrupts = await self._run(question, thread)
-        except Exception as error:  # boundary: the run's failure answers the tool call
-            logger.exception("ask on thread %s failed", thread)
-            text = exception_text(error)
-            raise ToolError(f"the agent failed on thread {thread}: {text}") from error
+        outcome = await aattempt(self._run(question, thread), f"ask on thread {thread}")
+        if isinstance(outcome, Failure):
+            logger.error("ask on thread %s failed", thread, exc_info=outcome.error)
+            text = f"the agent failed on thread {thread}: {outcome.text}"
+            raise ToolError(text) from outcome.error
+        status, answer, interrupts = outcome
         reply: dict[str, Any] = {"status": status, "thread_id": thread, "answer": answer}
         if interrupts:
             reply["interrupts"] = interrupts
@@ -111,13 +111,14 @@ class AgentTools:
     async def _background(self, record: TaskRecord, description: str) -> None:
         record.status = "running"
         try:
-            status, answer, interrupts = await self._run(description, record.task_id)
-            record.status, record.result, record.interrupts = status, answer, interrupts
+            outcome = await aattempt(self._run(description, record.task_id), record.task_id)
+            if isinstance(outcome, Failure):  # the run's failure is the task's result
+                logger.error("task %s failed", record.task_id, exc_info=outcome.error)
+                record.status, record.error = "error", outcome.text
+            else:
+                record.status, record.result, record.interrupts = outcome
         except asyncio.CancelledError:
             record.status = "cancelled"
-        except Exception as error:  # boundary: the run's failure is the task's result
-            logger.exception("task %s failed", record.task_id)
-            record.status, record.error = "error", exception_text(error)
         finally:
             self._running.pop(record.task_id, None)
 
