@@ -35,6 +35,7 @@ from fathom.project.build import AgentSetup, build_agent
 from fathom.project.events import EventTranslator
 from fathom.project.threads import ThreadIndex
 from fathom.project.undo import FileJournal
+from fathom.tool_answers import Failure, aattempt
 from fathom.usage import AgentTotals, AgentUsage
 
 __all__ = ["PendingApproval", "Session", "TurnResult", "final_answer"]
@@ -253,13 +254,15 @@ class Session:
             sent = True
             with _cancel_on_sigint(loop, stream):
                 try:
-                    sent = await stream
-                    self._stopped.discard(thread_id)
+                    outcome = await aattempt(stream, f"the turn on thread {thread_id}")
+                    if isinstance(outcome, Failure):  # the run failed; shown to the person
+                        status, detail = "error", outcome.text
+                    else:
+                        sent = outcome
+                        self._stopped.discard(thread_id)
                 except asyncio.CancelledError:
                     self._stopped.add(thread_id)
                     status, detail = "interrupted", "stopped by Ctrl-C; the thread is kept"
-                except Exception as error:  # boundary: the run failed; shown to the person
-                    status, detail = "error", f"{type(error).__name__}: {error}"
                 finally:
                     self.journal.end_turn()
             self.add_usage(thread_id, usage)

@@ -28,7 +28,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -42,6 +42,7 @@ from fathom.profiles.harness import (
 )
 from fathom.profiles.keys import candidate_keys, validate_key
 from fathom.profiles.provider import ProviderProfile, merge_provider_profiles
+from fathom.tool_answers import Failure, attempt
 
 __all__ = [
     "HARNESS_GROUPS",
@@ -132,11 +133,9 @@ def _lookup(registry: dict[str, _P], spec: str, merge: Callable[[_P, _P], _P]) -
 
 def model_spec(model: BaseChatModel) -> tuple[str | None, str | None]:
     """`(provider, model name)` a built chat model reports (LangSmith's `ls_*` params)."""
-    params: dict[str, Any] = {}
-    try:
-        params = dict(model._get_ls_params())
-    except Exception:  # boundary: a provider's own code; it only loses the profile lookup
-        logger.debug("could not read the model's provider", exc_info=True)
+    # a provider's own code: its failure only loses the profile lookup
+    read = attempt(lambda: dict(model._get_ls_params()), "reading the model's provider")
+    params: dict[str, Any] = {} if isinstance(read, Failure) else read
     provider = params.get("ls_provider")
     name = params.get("ls_model_name") or getattr(model, "model_name", None) or getattr(
         model, "model", None)
@@ -277,17 +276,24 @@ def _run_group(group: str) -> None:
                  if found and group.startswith(_REFERENCE_PREFIX) else None)
     for ep in found:
         where = f"{group} plugin {ep.name!r} ({ep.value})"
-        try:
-            register: Callable[[], object] = ep.load()
-            if not callable(register):
-                raise TypeError("the entry point is not a callable")
-            with _captured(reference) as (harness, provider):
-                register()
-            _adopt(harness, provider)
-        except Exception as exc:  # boundary: a plugin's own code; it is skipped, not fatal
-            message = f"Skipped {where}: {type(exc).__name__}: {exc}"
-            logger.exception(message)
+        # a plugin's own code: when it fails, it is skipped, not fatal
+        failed = attempt(lambda ep=ep: _register(ep, reference), where)
+        if isinstance(failed, Failure):
+            message = f"Skipped {where}: {failed.text}"
+            logger.error(message, exc_info=failed.error)
             warnings.warn(message, stacklevel=3)
+
+
+def _register(
+    ep: EntryPoint, reference: tuple[dict[str, Any], dict[str, Any]] | None
+) -> None:
+    """Load the plugin `ep` and adopt the profiles it registers."""
+    register: Callable[[], object] = ep.load()
+    if not callable(register):
+        raise TypeError("the entry point is not a callable")
+    with _captured(reference) as (harness, provider):
+        register()
+    _adopt(harness, provider)
 
 
 def load_plugins(*, again: bool = False) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from fathom.tool_answers import exception_text
+from fathom.tool_answers import Failure, aattempt
 
 __all__ = [
     "TOOL_FUNCTION",
@@ -32,7 +31,6 @@ __all__ = [
     "task_call",
 ]
 
-logger = logging.getLogger(__name__)
 
 TOOL_FUNCTION = "_fathom_tool"
 """The host function behind `tools.<name>(**args)` (name, kwargs)."""
@@ -128,11 +126,9 @@ async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config:
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
         return exception_result("NameError", f"there is no tool {name!r} in tools")
-    try:
-        output = await tool.ainvoke(dict(kwargs or {}), config)
-    except Exception as error:  # boundary: a tool's failure is raised in the sandbox's code
-        logger.debug("tool %r failed for the code interpreter", name, exc_info=True)
-        return exception_result("RuntimeError", f"tool {name!r} failed: {exception_text(error)}")
+    output = await aattempt(tool.ainvoke(dict(kwargs or {}), config), f"tool {name!r}")
+    if isinstance(output, Failure):  # a tool's failure is raised in the sandbox's code
+        return exception_result("RuntimeError", f"tool {name!r} failed: {output.text}")
     return {"return_value": plain(output)}
 
 
