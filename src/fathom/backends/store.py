@@ -33,6 +33,7 @@ from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
 from fathom.backends.utils import delete_target, file_bytes, invalid_path
 from fathom.state import FileData
+from fathom.tool_answers import Failure, attempt
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -609,11 +610,11 @@ class StoreBackend(protocol.PlannedBackend):
             assistant_id = _assistant_id(runtime)
             namespace = (assistant_id, "filesystem") if assistant_id else DEFAULT_NAMESPACE
         else:
-            try:
-                namespace = self._namespace(NamespaceRuntime(runtime))
-            except Exception as error:  # boundary: the user's factory fails the operation
-                detail = _factory_failure(error, runtime)
-                logger.warning("%s", detail, exc_info=True)
+            factory: Callable[[NamespaceRuntime], object] = self._namespace
+            namespace = attempt(lambda: factory(NamespaceRuntime(runtime)), "namespace")
+            if isinstance(namespace, Failure):  # the user's factory fails the operation
+                detail = _factory_failure(namespace.error, runtime)
+                logger.warning("%s", detail, exc_info=namespace.error)
                 return BackendError(ErrorKind.FAILED, detail=detail)
         problem = namespace_problem(namespace)
         if problem is not None:

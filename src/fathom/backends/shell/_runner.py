@@ -28,7 +28,6 @@ import asyncio
 import codecs
 import contextlib
 import contextvars
-import logging
 import os
 import selectors
 import signal
@@ -39,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fathom.backends.protocol import ExecuteResponse
+from fathom.tool_answers import Failure, attempt
 
 __all__ = [
     "TIMEOUT_EXIT_CODE",
@@ -50,7 +50,6 @@ __all__ = [
     "run_process",
 ]
 
-logger = logging.getLogger(__name__)
 
 OutputCallback = Callable[[str], None]
 
@@ -165,12 +164,8 @@ class _Collector:
 
 def _call_listener(listener: OutputCallback, text: str) -> bool:
     """Give `text` to `listener`; `False` when it raised (logged, never passed on)."""
-    try:
-        listener(text)
-    except Exception:  # boundary: the caller's listener must never break the command
-        logger.debug("on_output listener failed", exc_info=True)
-        return False
-    return True
+    # the caller's listener must never break the command
+    return not isinstance(attempt(lambda: listener(text), "on_output listener"), Failure)
 
 
 def _exit_status(returncode: int) -> int:
