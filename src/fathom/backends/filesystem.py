@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from fathom.backends import protocol
 from fathom.backends._beneath import Escape, Resolver, close_quietly
@@ -28,6 +27,7 @@ from fathom.backends.utils import (
     create_file_data,
     grep_lines,
     invalid_path,
+    iso_timestamp,
     pattern_error,
     read_window,
     text_view,
@@ -120,18 +120,9 @@ def _search_error(error: GlobError | Escape | OSError, pattern: object, shown: s
     return _outside(shown) if isinstance(error, Escape) else _os_error(shown, error)
 
 
-def _iso(timestamp: float) -> str:
-    """A POSIX timestamp as ISO-8601 UTC (`2026-11-30T05:00:00Z`), or '' when out of range."""
-    try:
-        moment = datetime.fromtimestamp(timestamp, UTC)
-    except (OverflowError, OSError, ValueError):
-        return ""
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
     return protocol.FileInfo(
-        path=path, is_dir=False, size=st.st_size, modified_at=_iso(st.st_mtime)
+        path=path, is_dir=False, size=st.st_size, modified_at=iso_timestamp(st.st_mtime)
     )
 
 

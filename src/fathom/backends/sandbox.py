@@ -53,6 +53,7 @@ from fathom.backends.utils import (
     create_file_data,
     edit_text,
     invalid_path,
+    iso_timestamp,
     pattern_error,
     read_window,
 )
@@ -307,14 +308,6 @@ _Step = Generator[dict[str, Any], dict[str, Any], T]
 """An operation: yields requests for the sandbox program, receives its replies."""
 
 
-def _iso(mtime: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace(
-        "+00:00", "Z"
-    )
-
-
 def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
     raw = reply.get("error")
     if raw is None:
@@ -441,7 +434,7 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         if "file" in reply:
             size, mtime = reply["file"]
             return protocol.LsResult(entries=[protocol.FileInfo(path=shown, is_dir=False, size=size,
-                                              modified_at=_iso(mtime))])
+                                              modified_at=iso_timestamp(mtime))])
         prefix = shown.rstrip("/") + "/"
         entries: list[protocol.FileInfo] = []
         for name, is_dir, size, mtime in reply["entries"]:
@@ -450,7 +443,8 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
             else:
                 entries.append(
                     protocol.FileInfo(
-                        path=prefix + name, is_dir=False, size=size, modified_at=_iso(mtime)
+                        path=prefix + name, is_dir=False, size=size,
+                        modified_at=iso_timestamp(mtime),
                     )
                 )
         entries.sort(key=lambda entry: entry["path"])
@@ -583,7 +577,7 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
                             path=directory + relative,
                             is_dir=False,
                             size=size,
-                            modified_at=_iso(mtime),
+                            modified_at=iso_timestamp(mtime),
                         )
                     )
         except GlobError as error:

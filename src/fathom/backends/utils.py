@@ -33,6 +33,7 @@ __all__ = [
     "grep_files",
     "grep_lines",
     "invalid_path",
+    "iso_timestamp",
     "now_iso",
     "pattern_error",
     "read_window",
@@ -58,6 +59,15 @@ _SNIFF_BYTES = 8192
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string."""
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def iso_timestamp(timestamp: float) -> str:
+    """A POSIX timestamp as ISO-8601 UTC (`2026-11-30T05:00:00Z`), or '' when out of range."""
+    try:
+        moment = datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def create_file_data(

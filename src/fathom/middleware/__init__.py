@@ -26,22 +26,21 @@ if TYPE_CHECKING:
     from fathom.middleware.subagents import SubAgentMiddleware
 
 _WHERE = {
-    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents.middleware",
-    "AsyncSubAgent": "fathom.middleware.async_subagents.tasks",
-    "AsyncTask": "fathom.middleware.async_subagents.tasks",
-    "TaskEvent": "fathom.middleware.async_subagents.tasks",
-    "ExecuteMiddleware": "fathom.middleware.execute",
-    "FilesystemMiddleware": "fathom.middleware.filesystem.middleware",
-    "HumanInTheLoopMiddleware": "fathom.middleware.human_in_the_loop",
-    "MemoryMiddleware": "fathom.middleware.memory",
-    "PatchToolCallsMiddleware": "fathom.middleware.patch_tool_calls",
-    "PlanningMiddleware": "fathom.middleware.planning",
-    "SkillsMiddleware": "fathom.middleware.skills",
-    "SubAgentMiddleware": "fathom.middleware.subagents",
-    "SummarizationMiddleware": "fathom.middleware.context.summarization",
-    "SummarizationToolMiddleware": "fathom.middleware.context.summarization",
-    "create_summarization_tool_middleware": "fathom.middleware.context.summarization",
-    "CodeInterpreterMiddleware": "fathom.middleware.code_interpreter",
+    "fathom.middleware.async_subagents.middleware": ("AsyncSubAgentMiddleware",),
+    "fathom.middleware.async_subagents.tasks": ("AsyncSubAgent", "AsyncTask", "TaskEvent"),
+    "fathom.middleware.execute": ("ExecuteMiddleware",),
+    "fathom.middleware.filesystem.middleware": ("FilesystemMiddleware",),
+    "fathom.middleware.human_in_the_loop": ("HumanInTheLoopMiddleware",),
+    "fathom.middleware.memory": ("MemoryMiddleware",),
+    "fathom.middleware.patch_tool_calls": ("PatchToolCallsMiddleware",),
+    "fathom.middleware.planning": ("PlanningMiddleware",),
+    "fathom.middleware.skills": ("SkillsMiddleware",),
+    "fathom.middleware.subagents": ("SubAgentMiddleware",),
+    "fathom.middleware.context.summarization": (
+        "SummarizationMiddleware", "SummarizationToolMiddleware",
+        "create_summarization_tool_middleware",
+    ),
+    "fathom.middleware.code_interpreter": ("CodeInterpreterMiddleware",),
 }
 
 __all__ = [

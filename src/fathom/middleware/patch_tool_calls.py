@@ -39,6 +39,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
+from fathom.backends.protocol import Plan, adrive, drive
 from fathom.tool_answers import tool_error
 
 __all__ = ["MAX_MALFORMED_RETRIES", "PatchToolCallsMiddleware", "patch_dangling_tool_calls"]
@@ -144,28 +145,27 @@ class PatchToolCallsMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
-        response = _normalised(handler(request))
-        added: list[AnyMessage] = []
-        for _ in range(MAX_MALFORMED_RETRIES):
-            retry = _next_attempt(request, response, added)
-            if retry is None:
-                break
-            response = _normalised(handler(retry))
-        return _with_answers(response, added)
+        return drive(_attempts(request), handler)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        response = _normalised(await handler(request))
-        added: list[AnyMessage] = []
-        for _ in range(MAX_MALFORMED_RETRIES):
-            retry = _next_attempt(request, response, added)
-            if retry is None:
-                break
-            response = _normalised(await handler(retry))
-        return _with_answers(response, added)
+        return await adrive(_attempts(request), handler)
+
+
+def _attempts(request: ModelRequest) -> Plan[ModelResponse]:
+    """The model step for both paths: each request it yields is answered with the model's
+    response; malformed-only replies are retried up to `MAX_MALFORMED_RETRIES` times."""
+    response = _normalised((yield request))
+    added: list[AnyMessage] = []
+    for _ in range(MAX_MALFORMED_RETRIES):
+        retry = _next_attempt(request, response, added)
+        if retry is None:
+            break
+        response = _normalised((yield retry))
+    return _with_answers(response, added)
 
 
 def _last_ai(response: ModelResponse) -> AIMessage | None:

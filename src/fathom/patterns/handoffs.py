@@ -29,12 +29,12 @@ from __future__ import annotations
 import re
 import string
 import types
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, cast
 
 from langchain.agents import AgentState
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
@@ -42,6 +42,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Command
+
+from fathom.call_hooks import ModelRequestRewrite
 
 __all__ = [
     "ACTIVE_AGENT_KEY",
@@ -179,7 +181,7 @@ def _with_step_prompt(base: SystemMessage | None, text: str) -> SystemMessage:
     return SystemMessage(content=content)
 
 
-class StepMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class StepMiddleware(ModelRequestRewrite, AgentMiddleware[AgentState[Any], Any, Any]):
     """Gives the model the current step's prompt and tools on every model call.
 
     Before each model call it reads the step name from `state[state_key]` (falling back
@@ -339,21 +341,7 @@ class StepMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             tools=list(step.tools),
         )
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Call the model with the current step's prompt and tools."""
-        return handler(self.apply(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async version of `wrap_model_call`."""
-        return await handler(self.apply(request))
+    rewrite_model_request = apply  # every model call, sync or async, gets the step's view
 
 
 def transition(

@@ -25,6 +25,7 @@ _HARNESS_FIELDS = ("base_system_prompt", "system_prompt_suffix", "tool_descripti
                    "excluded_tools", "excluded_middleware", "extra_middleware",
                    "general_purpose_subagent")
 _PROVIDER_FIELDS = ("init_kwargs", "pre_init", "init_kwargs_factory")
+_GENERAL_PURPOSE_FIELDS = ("enabled", "description", "system_prompt")
 
 
 def _has_fields(value: object, names: tuple[str, ...]) -> bool:
@@ -36,12 +37,9 @@ def _general_purpose(value: object) -> GeneralPurposeSubagentProfile | None:
         return value
     if isinstance(value, Mapping):
         return GeneralPurposeSubagentProfile.from_dict(value)
-    if _has_fields(value, ("enabled", "description", "system_prompt")):
-        ref: Any = value
+    if _has_fields(value, _GENERAL_PURPOSE_FIELDS):
         return GeneralPurposeSubagentProfile(
-            enabled=ref.enabled,
-            description=ref.description,
-            system_prompt=ref.system_prompt,
+            **{name: getattr(value, name) for name in _GENERAL_PURPOSE_FIELDS}
         )
     raise TypeError(f"general_purpose_subagent must be a GeneralPurposeSubagentProfile, "
                     f"not {value!r}.")

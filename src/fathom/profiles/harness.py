@@ -322,15 +322,8 @@ class HarnessProfileConfig:
         return cls.from_dict(data or {})
 
     def to_harness_profile(self) -> HarnessProfile:
-        """The runtime profile with the same settings."""
-        return HarnessProfile(
-            base_system_prompt=self.base_system_prompt,
-            system_prompt_suffix=self.system_prompt_suffix,
-            tool_description_overrides=self.tool_description_overrides,
-            excluded_tools=self.excluded_tools,
-            excluded_middleware=frozenset(self.excluded_middleware),
-            general_purpose_subagent=self.general_purpose_subagent,
-        )
+        """The runtime profile with the same settings (every field of the config)."""
+        return HarnessProfile(**{f.name: getattr(self, f.name) for f in fields(self)})
 
     @classmethod
     def from_harness_profile(cls, profile: HarnessProfile) -> HarnessProfileConfig:
@@ -352,11 +345,5 @@ class HarnessProfileConfig:
                     "exclude it by name to write it to a config."
                 )
             names.append(alias)
-        return cls(
-            base_system_prompt=profile.base_system_prompt,
-            system_prompt_suffix=profile.system_prompt_suffix,
-            tool_description_overrides=profile.tool_description_overrides,
-            excluded_tools=profile.excluded_tools,
-            excluded_middleware=frozenset(names),
-            general_purpose_subagent=profile.general_purpose_subagent,
-        )
+        shared = {f.name: getattr(profile, f.name) for f in fields(cls)}
+        return cls(**{**shared, "excluded_middleware": frozenset(names)})

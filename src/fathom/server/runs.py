@@ -65,17 +65,12 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _check_body(body: dict[str, Any]) -> str:
-    assistant_id = opt_str(body, "assistant_id")
-    if not assistant_id:
-        raise Unprocessable("'assistant_id' is required")
-    return assistant_id
-
-
 async def _parse(
     server: FathomServer, body: dict[str, Any], thread_id: str, *, temporary: bool
 ) -> dict[str, Any]:
-    assistant = await server.assistant(_check_body(body))
+    if not (requested := opt_str(body, "assistant_id")):
+        raise Unprocessable("'assistant_id' is required")
+    assistant = await server.assistant(requested)
     if body.get("after_seconds"):
         raise Unprocessable("'after_seconds' (scheduled runs) is not supported by this server")
     graph_id, assistant_id = assistant["graph_id"], assistant["assistant_id"]

@@ -25,11 +25,10 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "AsyncSubAgentMiddleware": "fathom.middleware.async_subagents.middleware",
-    "AsyncSubAgent": "fathom.middleware.async_subagents.tasks",
-    "AsyncSubAgentState": "fathom.middleware.async_subagents.tasks",
-    "AsyncTask": "fathom.middleware.async_subagents.tasks",
-    "TaskEvent": "fathom.middleware.async_subagents.tasks",
+    "fathom.middleware.async_subagents.middleware": ("AsyncSubAgentMiddleware",),
+    "fathom.middleware.async_subagents.tasks": (
+        "AsyncSubAgent", "AsyncSubAgentState", "AsyncTask", "TaskEvent",
+    ),
 }
 
 __all__ = [

@@ -12,13 +12,14 @@ import dataclasses
 import html
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel
 from typing_extensions import TypedDict
+
+from fathom.backends.utils import now_iso as now_iso  # re-exported: the records' stamps
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -132,11 +133,6 @@ class AsyncSubAgentState(AgentState):
     """The agent state with the `async_tasks` channel (task id -> `AsyncTask`)."""
 
     async_tasks: Annotated[NotRequired[dict[str, AsyncTask]], merge_tasks]
-
-
-def now_iso() -> str:
-    """The current UTC time at second precision, as the task records keep it."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def validate_async_subagents(specs: Sequence[Mapping[str, Any]]) -> None:

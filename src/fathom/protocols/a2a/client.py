@@ -36,16 +36,12 @@ __all__ = ["A2AAgent", "A2AReply", "a2a_subagent", "a2a_tool"]
 
 logger = logging.getLogger(__name__)
 
-_STATE_NAMES = {
-    TaskState.TASK_STATE_SUBMITTED: "submitted",
-    TaskState.TASK_STATE_WORKING: "working",
-    TaskState.TASK_STATE_COMPLETED: "completed",
-    TaskState.TASK_STATE_FAILED: "failed",
-    TaskState.TASK_STATE_CANCELED: "canceled",
-    TaskState.TASK_STATE_INPUT_REQUIRED: "input-required",
-    TaskState.TASK_STATE_REJECTED: "rejected",
-    TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
-}
+
+def _state_name(state: int) -> str:
+    """A task state by its A2A name (`TASK_STATE_INPUT_REQUIRED` is `input-required`)."""
+    if state == TaskState.TASK_STATE_UNSPECIFIED or state not in TaskState.values():
+        return "unknown"
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -115,7 +111,7 @@ class A2AAgent:
                         task = event.task
                         reply = A2AReply(
                             _task_text(task),
-                            _STATE_NAMES.get(task.status.state, "unknown"),
+                            _state_name(task.status.state),
                             task.id,
                             task.context_id,
                         )
