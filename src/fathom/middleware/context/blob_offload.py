@@ -28,7 +28,7 @@ from langgraph.types import Command
 from fathom.backends.composite import CompositeBackend
 from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
-from fathom.middleware.context.summarization import artifacts_dir
+from fathom.middleware.context.offload import artifacts_dir
 
 __all__ = [
     "BLOB_REF",

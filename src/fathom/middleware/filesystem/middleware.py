@@ -35,8 +35,9 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
+from fathom.middleware.context.budget import OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
-from fathom.middleware.context.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
+from fathom.middleware.context.offload import ToolResultOffload
 from fathom.middleware.filesystem.answers import (
     change_answer,
     edit_message,
@@ -472,12 +473,10 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             if human_message_token_limit_before_evict is None
             else HumanMessageEviction(self.backend, human_message_token_limit_before_evict)
         )
-        self._evictor = (
+        self._results_offload = (
             None
             if tool_token_limit_before_evict is None
-            else SummarizationMiddleware(
-                backend=self.backend, offload_tokens=tool_token_limit_before_evict
-            )
+            else ToolResultOffload(self.backend, tool_token_limit_before_evict)
         )
 
     def wrap_model_call(
@@ -559,7 +558,9 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         result = handler(request)
         if (blobs := self._tool_blobs(request)) is not None:
             result = blobs.tool_result(result)
-        return result if self._evictor is None else self._evictor._offload(request, result)
+        if self._results_offload is None:
+            return result
+        return self._results_offload.tool_result(request, result)
 
     async def awrap_tool_call(
         self,
@@ -572,9 +573,9 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         result = await handler(request)
         if (blobs := self._tool_blobs(request)) is not None:
             result = await blobs.atool_result(result)
-        if self._evictor is None:
+        if self._results_offload is None:
             return result
-        return await self._evictor._aoffload(request, result)
+        return await self._results_offload.atool_result(request, result)
 
 
 _SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, "execute")
