@@ -18,7 +18,7 @@ import binascii
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,8 +26,17 @@ from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolM
 from langgraph.types import Command
 
 from fathom.backends.composite import CompositeBackend
-from fathom.backends.protocol import BackendProtocol
+from fathom.backends.protocol import (
+    BackendProtocol,
+    Plan,
+    adrive,
+    arun_call,
+    call,
+    drive,
+    run_call,
+)
 from fathom.backends.state import StateBackend
+from fathom.errors import FathomError
 from fathom.middleware.context.offload import artifacts_dir
 
 __all__ = [
@@ -49,6 +58,9 @@ MISSING_BLOB_TEXT = (
 """What the model sees in place of a saved payload that can no longer be read."""
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_UNREACHABLE = (FathomError, OSError, NotImplementedError)
+"""What an upload or download raises when the backend cannot do it at all (it lacks the
+operation, or its store fails); a single file's failure comes back as a response `error`."""
 
 
 def blobs_in_state(backend: Any) -> bool:
@@ -88,10 +100,15 @@ def _stubbed(messages: Sequence[Any], saved: dict[str, str]) -> list[Any]:
         kept = {key: value for key, value in block.items() if key != "base64"}
         return {**kept, BLOB_REF: saved[block["base64"]]}
 
+    return _each_block(messages, stub)
+
+
+def _each_block(messages: Sequence[Any], change: Callable[[Any], Any]) -> list[Any]:
+    """`messages` with `change` applied to every content block (changed messages copied)."""
     result = []
     for message in messages:
         if isinstance(message, BaseMessage) and isinstance(message.content, list):
-            content = [stub(block) for block in message.content]
+            content = [change(block) for block in message.content]
             if content != message.content:
                 message = message.model_copy(update={"content": content})
         result.append(message)
@@ -121,14 +138,7 @@ def _restored(messages: Sequence[Any], payloads: dict[str, str]) -> list[Any]:
         kept = {key: value for key, value in block.items() if key != BLOB_REF}
         return {**kept, "base64": payload}
 
-    result = []
-    for message in messages:
-        if isinstance(message, BaseMessage) and isinstance(message.content, list):
-            content = [hydrate(block) for block in message.content]
-            if content != message.content:
-                message = message.model_copy(update={"content": content})
-        result.append(message)
-    return result
+    return _each_block(messages, hydrate)
 
 
 def _candidates(state_messages: Sequence[Any], queued: Sequence[Any]) -> list[Any]:
@@ -168,31 +178,32 @@ class BlobOffload:
             if getattr(response, "error", None) is None
         }
 
-    def offload(self, messages: Sequence[Any]) -> list[Any]:
-        """`messages` with their inline payloads saved and replaced by digests."""
+    def _offload(self, messages: Sequence[Any]) -> Plan[list[Any]]:
         pending = _pending(messages)
         if not pending:
             return list(messages)
         files = [(self._path(digest), raw) for digest, raw in pending.values()]
-        try:
-            responses = self.backend.upload_files(files)
-        except Exception:  # best effort: the payload stays inline
-            logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
-            return list(messages)
+        responses = yield call(self.backend, "upload_files", files)
         return _stubbed(messages, self._saved(pending, responses))
+
+    def _not_saved(self, messages: Sequence[Any]) -> list[Any]:
+        """Best effort: when nothing could be saved, the payloads stay inline."""
+        logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
+        return list(messages)
+
+    def offload(self, messages: Sequence[Any]) -> list[Any]:
+        """`messages` with their inline payloads saved and replaced by digests."""
+        try:
+            return drive(self._offload(messages), run_call)
+        except _UNREACHABLE:
+            return self._not_saved(messages)
 
     async def aoffload(self, messages: Sequence[Any]) -> list[Any]:
         """Async `offload`."""
-        pending = _pending(messages)
-        if not pending:
-            return list(messages)
-        files = [(self._path(digest), raw) for digest, raw in pending.values()]
         try:
-            responses = await self.backend.aupload_files(files)
-        except Exception:  # best effort: the payload stays inline
-            logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
-            return list(messages)
-        return _stubbed(messages, self._saved(pending, responses))
+            return await adrive(self._offload(messages), arun_call)
+        except _UNREACHABLE:
+            return self._not_saved(messages)
 
     def _accepted(self, digests: list[str], responses: Sequence[Any]) -> dict[str, str]:
         """Payloads whose bytes still match their digest (the files are agent-writable)."""
@@ -207,29 +218,31 @@ class BlobOffload:
                 payloads[digest] = base64.b64encode(content).decode("ascii")
         return payloads
 
-    def hydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-        """`messages` with saved payloads read back (for the model call)."""
+    def _hydrate(self, messages: Sequence[AnyMessage]) -> Plan[list[AnyMessage]]:
         digests = _refs(messages)
         if not digests:
             return list(messages)
-        try:
-            responses = self.backend.download_files([self._path(d) for d in digests])
-        except Exception:
-            logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
-            responses = []
+        responses = yield call(self.backend, "download_files", [self._path(d) for d in digests])
         return _restored(messages, self._accepted(digests, responses))
+
+    def _not_read(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        """When nothing could be read, every saved payload becomes the missing notice."""
+        logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
+        return _restored(messages, {})
+
+    def hydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        """`messages` with saved payloads read back (for the model call)."""
+        try:
+            return drive(self._hydrate(messages), run_call)
+        except _UNREACHABLE:
+            return self._not_read(messages)
 
     async def ahydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         """Async `hydrate`."""
-        digests = _refs(messages)
-        if not digests:
-            return list(messages)
         try:
-            responses = await self.backend.adownload_files([self._path(d) for d in digests])
-        except Exception:
-            logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
-            responses = []
-        return _restored(messages, self._accepted(digests, responses))
+            return await adrive(self._hydrate(messages), arun_call)
+        except _UNREACHABLE:
+            return self._not_read(messages)
 
     def history_update(self, state_messages: Sequence[Any], queued: Sequence[Any]) -> list[Any]:
         """`queued` plus the history's messages whose payloads were saved now (by id)."""
