@@ -29,9 +29,15 @@ from fathom.backends.protocol import (
     BackendOrFactory,
     BackendProtocol,
     HookRuntime,
+    Plan,
     adopt,
+    adrive,
+    arun_call,
+    call,
     cap_grep,
+    drive,
     resolve_backend,
+    run_call,
 )
 from fathom.backends.state import StateBackend
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
@@ -181,13 +187,13 @@ def earlier_change_in_turn(runtime: ToolRuntime, file_path: str) -> str | None:
     for message in reversed(state.get("messages", [])):
         if not isinstance(message, AIMessage):
             continue
-        for call in message.tool_calls:
-            if call.get("id") == runtime.tool_call_id:
+        for tool_call in message.tool_calls:
+            if tool_call.get("id") == runtime.tool_call_id:
                 return None
-            if call["name"] in _CHANGING_TOOLS and _same_path(
-                call["args"].get("file_path"), file_path
+            if tool_call["name"] in _CHANGING_TOOLS and _same_path(
+                tool_call["args"].get("file_path"), file_path
             ):
-                return call["name"]
+                return tool_call["name"]
         return None
     return None
 
@@ -217,6 +223,14 @@ def delete_message(result: Any) -> str:
     return f"Deleted `{result.path}`" if result.path else "Deleted."
 
 
+_CHANGE_MESSAGES: dict[str, Callable[[Any], str]] = {
+    "write_file": write_message,
+    "edit_file": edit_message,
+    "delete": delete_message,
+}
+"""Each changing tool's answer on success."""
+
+
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
     def backend(runtime: ToolRuntime) -> BackendProtocol:
         resolved = resolve_backend(middleware.backend, runtime)
@@ -244,17 +258,20 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         result = await backend(runtime).aread(file_path, offset, limit)
         return read_answer(result, file_path, offset, limit, runtime)
 
-    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+    def change(runtime: ToolRuntime, tool: str, method: str, *args: Any) -> Plan[Any]:
+        """A change of `args[0]` by `tool` (the backend's `method`), refused when another
+        call of this turn changes the same file."""
+        file_path = args[0]
         if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "write_file")
-        result = backend(runtime).write(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result), file_path)
+            return _conflict_error(earlier, file_path, runtime, tool)
+        result = yield call(backend(runtime), method, *args)
+        return change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
+
+    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+        return drive(change(runtime, "write_file", "write", file_path, content), run_call)
 
     async def awrite_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "write_file")
-        result = await backend(runtime).awrite(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result), file_path)
+        return await adrive(change(runtime, "write_file", "write", file_path, content), arun_call)
 
     def edit_file(
         runtime: ToolRuntime,
@@ -263,10 +280,8 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "edit_file")
-        result = backend(runtime).edit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
+        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
+        return drive(edit, run_call)
 
     async def aedit_file(
         runtime: ToolRuntime,
@@ -275,24 +290,16 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "edit_file")
-        result = await backend(runtime).aedit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
+        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
+        return await adrive(edit, arun_call)
 
     # -- delete: a file, or a directory recursively ------------------------------------
 
     def delete(runtime: ToolRuntime, file_path: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "delete")
-        result = backend(runtime).delete(file_path)
-        return change_answer(result, runtime, "delete", delete_message(result), file_path)
+        return drive(change(runtime, "delete", "delete", file_path), run_call)
 
     async def adelete(runtime: ToolRuntime, file_path: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "delete")
-        result = await backend(runtime).adelete(file_path)
-        return change_answer(result, runtime, "delete", delete_message(result), file_path)
+        return await adrive(change(runtime, "delete", "delete", file_path), arun_call)
 
     def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Any:
         return glob_answer(backend(runtime).glob(pattern, path), pattern, path, runtime)
