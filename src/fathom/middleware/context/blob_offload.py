@@ -26,15 +26,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolM
 from langgraph.types import Command
 
 from fathom.backends.composite import CompositeBackend
-from fathom.backends.protocol import (
-    BackendProtocol,
-    Plan,
-    adrive,
-    arun_call,
-    call,
-    drive,
-    run_call,
-)
+from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
 from fathom.errors import FathomError
 from fathom.middleware.context.offload import artifacts_dir
@@ -178,32 +170,31 @@ class BlobOffload:
             if getattr(response, "error", None) is None
         }
 
-    def _offload(self, messages: Sequence[Any]) -> Plan[list[Any]]:
+    def offload(self, messages: Sequence[Any]) -> list[Any]:
+        """`messages` with their inline payloads saved and replaced by digests."""
         pending = _pending(messages)
         if not pending:
             return list(messages)
         files = [(self._path(digest), raw) for digest, raw in pending.values()]
-        responses = yield call(self.backend, "upload_files", files)
-        return _stubbed(messages, self._saved(pending, responses))
-
-    def _not_saved(self, messages: Sequence[Any]) -> list[Any]:
-        """Best effort: when nothing could be saved, the payloads stay inline."""
-        logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
-        return list(messages)
-
-    def offload(self, messages: Sequence[Any]) -> list[Any]:
-        """`messages` with their inline payloads saved and replaced by digests."""
         try:
-            return drive(self._offload(messages), run_call)
-        except _UNREACHABLE:
-            return self._not_saved(messages)
+            responses = self.backend.upload_files(files)
+        except _UNREACHABLE:  # best effort: the payload stays inline
+            logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
+            return list(messages)
+        return _stubbed(messages, self._saved(pending, responses))
 
     async def aoffload(self, messages: Sequence[Any]) -> list[Any]:
         """Async `offload`."""
+        pending = _pending(messages)
+        if not pending:
+            return list(messages)
+        files = [(self._path(digest), raw) for digest, raw in pending.values()]
         try:
-            return await adrive(self._offload(messages), arun_call)
-        except _UNREACHABLE:
-            return self._not_saved(messages)
+            responses = await self.backend.aupload_files(files)
+        except _UNREACHABLE:  # best effort: the payload stays inline
+            logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
+            return list(messages)
+        return _stubbed(messages, self._saved(pending, responses))
 
     def _accepted(self, digests: list[str], responses: Sequence[Any]) -> dict[str, str]:
         """Payloads whose bytes still match their digest (the files are agent-writable)."""
@@ -218,31 +209,29 @@ class BlobOffload:
                 payloads[digest] = base64.b64encode(content).decode("ascii")
         return payloads
 
-    def _hydrate(self, messages: Sequence[AnyMessage]) -> Plan[list[AnyMessage]]:
+    def hydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        """`messages` with saved payloads read back (for the model call)."""
         digests = _refs(messages)
         if not digests:
             return list(messages)
-        responses = yield call(self.backend, "download_files", [self._path(d) for d in digests])
-        return _restored(messages, self._accepted(digests, responses))
-
-    def _not_read(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-        """When nothing could be read, every saved payload becomes the missing notice."""
-        logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
-        return _restored(messages, {})
-
-    def hydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-        """`messages` with saved payloads read back (for the model call)."""
         try:
-            return drive(self._hydrate(messages), run_call)
+            responses = self.backend.download_files([self._path(d) for d in digests])
         except _UNREACHABLE:
-            return self._not_read(messages)
+            logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
+            responses = []
+        return _restored(messages, self._accepted(digests, responses))
 
     async def ahydrate(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         """Async `hydrate`."""
+        digests = _refs(messages)
+        if not digests:
+            return list(messages)
         try:
-            return await adrive(self._hydrate(messages), arun_call)
+            responses = await self.backend.adownload_files([self._path(d) for d in digests])
         except _UNREACHABLE:
-            return self._not_read(messages)
+            logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
+            responses = []
+        return _restored(messages, self._accepted(digests, responses))
 
     def history_update(self, state_messages: Sequence[Any], queued: Sequence[Any]) -> list[Any]:
         """`queued` plus the history's messages whose payloads were saved now (by id)."""

@@ -30,7 +30,8 @@ path, through `fathom.middleware.summarization`). Nothing in `middleware.context
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -56,7 +57,6 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from fathom.backends.protocol import (
-    BackendProtocol,
     Plan,
     adrive,
     arun_call,
@@ -231,27 +231,29 @@ class _RestOfCall:
     def __init__(self, handler: Callable[[ModelRequest], Any]) -> None:
         self.handler = handler
 
-    def run(self, request: ModelRequest) -> Any:
+    @contextmanager
+    def _overflow_caught(self) -> Iterator[list[_Overflow]]:
+        """Runs the block with `SUMMARIZING` set; an overflow it raises is put in the list."""
+        caught: list[_Overflow] = []
         token = SUMMARIZING.set(True)
         try:
-            return self.handler(request)
+            yield caught
         except Exception as error:  # a provider's error: the plan answers an overflow
             if not is_context_overflow(error):
                 raise
-            return _Overflow(error)
+            caught.append(_Overflow(error))
         finally:
             SUMMARIZING.reset(token)
 
+    def run(self, request: ModelRequest) -> Any:
+        with self._overflow_caught() as caught:
+            return self.handler(request)
+        return caught[0]
+
     async def arun(self, request: ModelRequest) -> Any:
-        token = SUMMARIZING.set(True)
-        try:
+        with self._overflow_caught() as caught:
             return await self.handler(request)
-        except Exception as error:  # a provider's error: the plan answers an overflow
-            if not is_context_overflow(error):
-                raise
-            return _Overflow(error)
-        finally:
-            SUMMARIZING.reset(token)
+        return caught[0]
 
 
 @dataclass
@@ -492,20 +494,15 @@ class SummarizationMiddleware(AgentMiddleware):
             result[i] = message.model_copy(update={"tool_calls": calls})
         return result if changed else None
 
-    def _archive_target(
-        self, request: ModelRequest, messages: list[AnyMessage]
-    ) -> tuple[BackendProtocol, str, str]:
-        """Where the transcript of `messages` goes: (backend, path, transcript)."""
+    def _archive(self, request: ModelRequest, messages: list[AnyMessage]) -> Plan[tuple[str, dict]]:
+        """Write the transcript of `messages` to the backend: (path, files update)."""
         first_id = next((m.id for m in messages if m.id), None) or "session"
         backend = resolve_backend(self.backend, tool_like_runtime(request))
         path = f"{artifacts_dir(backend, ARCHIVE_DIR.strip('/'))}/{first_id}.md"
-        return backend, path, _transcript(messages)
-
-    @staticmethod
-    def _archived(path: str, result: Any) -> tuple[str, dict]:
-        if result.error:
-            return f"(not archived: {result.error})", {}
-        return path, dict(result.files_update or {})
+        written = yield step(backend, "write", path, _transcript(messages))
+        if written.error:
+            return f"(not archived: {written.error})", {}
+        return path, dict(written.files_update or {})
 
     def _summary_prompt(self, request: ModelRequest, messages: list[AnyMessage]) -> list:
         window = self._window(request) or self.fallback_trigger_tokens
@@ -554,12 +551,6 @@ class SummarizationMiddleware(AgentMiddleware):
         ]
         return messages[:cutoff], kept
 
-    def _summarized(
-        self, request: ModelRequest, old: list[AnyMessage], kept: list, summary: str, archive: tuple
-    ) -> _Compaction:
-        path, files = archive
-        return _Compaction([self._summary_message(summary, path), *kept], files)
-
     def _config(self) -> RunnableConfig:
         return {"metadata": {"lc_source": SUMMARY_SOURCE}, "tags": ["fathom:summarization"]}
 
@@ -578,10 +569,8 @@ class SummarizationMiddleware(AgentMiddleware):
             model = self.summary_model or self.model or request.model
             prompt = self._summary_prompt(request, old)
             summary = (yield step(model, "invoke", prompt, config=self._config())).text
-        backend, path, text = self._archive_target(request, old)
-        archive = self._archived(path, (yield step(backend, "write", path, text)))
-        return self._summarized(request, old, kept, summary, archive)
-
+        path, files = yield from self._archive(request, old)
+        return _Compaction([self._summary_message(summary, path), *kept], files)
 
     def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
         messages = compaction.messages if compaction else list(request.messages)
@@ -638,27 +627,24 @@ class SummarizationMiddleware(AgentMiddleware):
             if compaction is not None:
                 request = request.override(messages=compaction.messages)
         response = yield step(rest, "run", request)
-        if not isinstance(response, _Overflow):
-            return self._respond(response, compaction, requested)
-        overflow = response.error
-        batch = yield from self.results_offload.batch(request, list(request.messages))
-        if batch is not None:
-            # the newest batch of results is kept whole by summarization, so a batch
-            # too big for the window goes to files first
-            compaction = self._merge(compaction, _Compaction(*batch))
-            request = request.override(messages=compaction.messages)
-            response = yield step(rest, "run", request)
-            if not isinstance(response, _Overflow):
-                return self._respond(response, compaction, requested)
-            overflow = response.error
-        forced = yield from self._compact(request, list(request.messages))
-        if forced is None:
-            raise overflow
-        compaction = self._merge(compaction, forced)
-        response = yield step(rest, "run", request.override(messages=compaction.messages))
-        if isinstance(response, _Overflow):
-            raise response.error
+        # the newest batch of results is kept whole by summarization, so a batch too big
+        # for the window goes to files first; then the summary is forced
+        reliefs = [self._offload_batch, self._compact]
+        while isinstance(response, _Overflow):
+            if not reliefs:
+                raise response.error
+            relief = yield from reliefs.pop(0)(request, list(request.messages))
+            if relief is not None:
+                compaction = self._merge(compaction, relief)
+                request = request.override(messages=compaction.messages)
+                response = yield step(rest, "run", request)
         return self._respond(response, compaction, requested)
+
+    def _offload_batch(
+        self, request: ModelRequest, messages: list[AnyMessage]
+    ) -> Plan[_Compaction | None]:
+        batch = yield from self.results_offload.batch(request, messages)
+        return None if batch is None else _Compaction(*batch)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Any]

@@ -223,10 +223,8 @@ def delete_message(result: Any) -> str:
     return f"Deleted `{result.path}`" if result.path else "Deleted."
 
 
-_CHANGE_MESSAGES: dict[str, Callable[[Any], str]] = {
-    "write_file": write_message,
-    "edit_file": edit_message,
-    "delete": delete_message,
+_CHANGE_MESSAGES = {
+    "write_file": write_message, "edit_file": edit_message, "delete": delete_message
 }
 """Each changing tool's answer on success."""
 
