@@ -42,7 +42,6 @@ __all__ = [
     "PREVIEW_LINES",
     "ToolResultOffload",
     "artifacts_dir",
-    "tool_like_runtime",
 ]
 
 OFFLOAD_DIR = "/large_tool_results"
@@ -64,11 +63,6 @@ def artifacts_dir(backend: Any, name: str) -> str:
     root = getattr(backend, "artifacts_root", None)
     root = root if isinstance(root, str) and root else "/"
     return f"{root.rstrip('/')}/{name}"
-
-
-def tool_like_runtime(request: ModelRequest) -> Any:
-    """The model request's state and runtime, shaped for `resolve_backend`."""
-    return HookRuntime(request.state, request.runtime)
 
 
 class ToolResultOffload:
@@ -181,7 +175,7 @@ class ToolResultOffload:
         indexes = self._batch(messages)
         if not indexes:
             return None
-        backend = resolve_backend(self.backend, tool_like_runtime(request))
+        backend = resolve_backend(self.backend, HookRuntime(request.state, request.runtime))
         result, files = list(messages), {}
         for index in indexes:
             message = messages[index]

@@ -33,11 +33,10 @@ import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
@@ -57,6 +56,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from fathom.backends.protocol import (
+    HookRuntime,
     Plan,
     adrive,
     arun_call,
@@ -93,12 +93,12 @@ from fathom.middleware.context.compact_tool import (
     SummarizationToolMiddleware,
     compaction_requested,
 )
+from fathom.middleware.context.eviction import with_command
 from fathom.middleware.context.offload import (
     ARCHIVE_DIR,
     OFFLOAD_DIR,
     ToolResultOffload,
     artifacts_dir,
-    tool_like_runtime,
 )
 from fathom.middleware.context.offload import BATCH_OFFLOAD_CHARS as BATCH_OFFLOAD_CHARS
 from fathom.middleware.context.offload import PREVIEW_LINES as PREVIEW_LINES
@@ -217,31 +217,24 @@ def _summary_text(value: Any) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class _Overflow:
-    """The answer of a model call whose prompt did not fit the window."""
-
-    error: BaseException
-
-
 class _RestOfCall:
     """The rest of a model call (`handler`) as a plan step, `call(rest, "run", request)`:
-    run with `SUMMARIZING` set, and a context overflow handed back as `_Overflow`."""
+    run with `SUMMARIZING` set, and a context overflow handed back as the error itself."""
 
     def __init__(self, handler: Callable[[ModelRequest], Any]) -> None:
         self.handler = handler
 
     @contextmanager
-    def _overflow_caught(self) -> Iterator[list[_Overflow]]:
+    def _overflow_caught(self) -> Iterator[list[BaseException]]:
         """Runs the block with `SUMMARIZING` set; an overflow it raises is put in the list."""
-        caught: list[_Overflow] = []
+        caught: list[BaseException] = []
         token = SUMMARIZING.set(True)
         try:
             yield caught
         except Exception as error:  # a provider's error: the plan answers an overflow
             if not is_context_overflow(error):
                 raise
-            caught.append(_Overflow(error))
+            caught.append(error)
         finally:
             SUMMARIZING.reset(token)
 
@@ -497,7 +490,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def _archive(self, request: ModelRequest, messages: list[AnyMessage]) -> Plan[tuple[str, dict]]:
         """Write the transcript of `messages` to the backend: (path, files update)."""
         first_id = next((m.id for m in messages if m.id), None) or "session"
-        backend = resolve_backend(self.backend, tool_like_runtime(request))
+        backend = resolve_backend(self.backend, HookRuntime(request.state, request.runtime))
         path = f"{artifacts_dir(backend, ARCHIVE_DIR.strip('/'))}/{first_id}.md"
         written = yield step(backend, "write", path, _transcript(messages))
         if written.error:
@@ -578,31 +571,18 @@ class SummarizationMiddleware(AgentMiddleware):
             return self._reached(request, messages, compaction.tokens)
         return self._reached(request, messages, self.count_tokens(request, messages))
 
-    @overload
     @staticmethod
-    def _merge(first: _Compaction | None, second: _Compaction) -> _Compaction: ...
-
-    @overload
-    @staticmethod
-    def _merge(first: _Compaction | None, second: _Compaction | None) -> _Compaction | None: ...
-
-    @staticmethod
-    def _merge(first: _Compaction | None, second: _Compaction | None) -> _Compaction | None:
-        if second is None:
-            return first
+    def _merge(first: _Compaction | None, second: _Compaction) -> _Compaction:
         if first is None:
             return second
         return _Compaction(second.messages, {**first.files, **second.files})
 
     def _respond(self, response: Any, compaction: _Compaction | None, requested: bool) -> Any:
-        if compaction is None:
-            if requested:  # nothing to compact: lower the flag anyway
-                return ExtendedModelResponse(
-                    model_response=_as_response(response),
-                    command=Command(update={COMPACT_FLAG: False}),
-                )
-            return response
-        response = _as_response(response)
+        if compaction is None:  # nothing to compact: lower the flag anyway when raised
+            lowered = Command(update={COMPACT_FLAG: False}) if requested else None
+            return with_command(response, lowered)
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
         result = ModelResponse(
             result=[
                 RemoveMessage(id=REMOVE_ALL_MESSAGES),
@@ -614,7 +594,7 @@ class SummarizationMiddleware(AgentMiddleware):
         update: dict[str, Any] = {COMPACT_FLAG: False}
         if compaction.files:
             update["files"] = compaction.files
-        return ExtendedModelResponse(model_response=result, command=Command(update=update))
+        return with_command(result, Command(update=update))
 
     def _model_step(self, request: ModelRequest, rest: _RestOfCall) -> Plan[Any]:
         """The model step: compact when due or asked, call the model, and after an
@@ -623,16 +603,17 @@ class SummarizationMiddleware(AgentMiddleware):
         request, compaction = self._plan(request)
         if requested or self._needs_summary(request, compaction):
             base = compaction.messages if compaction else list(request.messages)
-            compaction = self._merge(compaction, (yield from self._compact(request, base)))
+            if (summary := (yield from self._compact(request, base))) is not None:
+                compaction = self._merge(compaction, summary)
             if compaction is not None:
                 request = request.override(messages=compaction.messages)
         response = yield step(rest, "run", request)
         # the newest batch of results is kept whole by summarization, so a batch too big
         # for the window goes to files first; then the summary is forced
         reliefs = [self._offload_batch, self._compact]
-        while isinstance(response, _Overflow):
+        while isinstance(response, BaseException):  # an overflow
             if not reliefs:
-                raise response.error
+                raise response
             relief = yield from reliefs.pop(0)(request, list(request.messages))
             if relief is not None:
                 compaction = self._merge(compaction, relief)
@@ -666,9 +647,6 @@ class SummarizationMiddleware(AgentMiddleware):
     ) -> Any:
         return await self.results_offload.atool_result(request, await handler(request))
 
-
-def _as_response(response: Any) -> ModelResponse:
-    return ModelResponse(result=[response]) if isinstance(response, AIMessage) else response
 
 
 def create_summarization_tool_middleware(
