@@ -1,8 +1,11 @@
 """Context management: what keeps a long run inside the model's window.
 
+- `budget`: the window, token estimates, and the `trigger=` / `keep=` sizes;
+- `offload`: large tool results written to files (`ToolResultOffload`, which both
+  `SummarizationMiddleware` and `FilesystemMiddleware` hold), and where artifacts go;
+- `compact_tool`: the `compact_conversation` tool and the flag it raises;
 - `summarization`: summarizing the history near the window (and on a provider's overflow
-  error), archiving it, trimming old `write_file` inputs, offloading large tool results,
-  and the `compact_conversation` tool;
+  error), archiving it, and trimming old `write_file` inputs;
 - `eviction`: large user messages saved to a file, a preview left in their place;
 - `blob_offload`: binary content blocks saved to files.
 

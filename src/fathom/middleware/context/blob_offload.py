@@ -18,7 +18,7 @@ import binascii
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +28,8 @@ from langgraph.types import Command
 from fathom.backends.composite import CompositeBackend
 from fathom.backends.protocol import BackendProtocol
 from fathom.backends.state import StateBackend
-from fathom.middleware.context.summarization import artifacts_dir
+from fathom.errors import FathomError
+from fathom.middleware.context.offload import artifacts_dir
 
 __all__ = [
     "BLOB_REF",
@@ -49,6 +50,9 @@ MISSING_BLOB_TEXT = (
 """What the model sees in place of a saved payload that can no longer be read."""
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_UNREACHABLE = (FathomError, OSError, NotImplementedError)
+"""What an upload or download raises when the backend cannot do it at all (it lacks the
+operation, or its store fails); a single file's failure comes back as a response `error`."""
 
 
 def blobs_in_state(backend: Any) -> bool:
@@ -88,10 +92,15 @@ def _stubbed(messages: Sequence[Any], saved: dict[str, str]) -> list[Any]:
         kept = {key: value for key, value in block.items() if key != "base64"}
         return {**kept, BLOB_REF: saved[block["base64"]]}
 
+    return _each_block(messages, stub)
+
+
+def _each_block(messages: Sequence[Any], change: Callable[[Any], Any]) -> list[Any]:
+    """`messages` with `change` applied to every content block (changed messages copied)."""
     result = []
     for message in messages:
         if isinstance(message, BaseMessage) and isinstance(message.content, list):
-            content = [stub(block) for block in message.content]
+            content = [change(block) for block in message.content]
             if content != message.content:
                 message = message.model_copy(update={"content": content})
         result.append(message)
@@ -121,14 +130,7 @@ def _restored(messages: Sequence[Any], payloads: dict[str, str]) -> list[Any]:
         kept = {key: value for key, value in block.items() if key != BLOB_REF}
         return {**kept, "base64": payload}
 
-    result = []
-    for message in messages:
-        if isinstance(message, BaseMessage) and isinstance(message.content, list):
-            content = [hydrate(block) for block in message.content]
-            if content != message.content:
-                message = message.model_copy(update={"content": content})
-        result.append(message)
-    return result
+    return _each_block(messages, hydrate)
 
 
 def _candidates(state_messages: Sequence[Any], queued: Sequence[Any]) -> list[Any]:
@@ -176,7 +178,7 @@ class BlobOffload:
         files = [(self._path(digest), raw) for digest, raw in pending.values()]
         try:
             responses = self.backend.upload_files(files)
-        except Exception:  # best effort: the payload stays inline
+        except _UNREACHABLE:  # best effort: the payload stays inline
             logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
             return list(messages)
         return _stubbed(messages, self._saved(pending, responses))
@@ -189,7 +191,7 @@ class BlobOffload:
         files = [(self._path(digest), raw) for digest, raw in pending.values()]
         try:
             responses = await self.backend.aupload_files(files)
-        except Exception:  # best effort: the payload stays inline
+        except _UNREACHABLE:  # best effort: the payload stays inline
             logger.warning("Could not save binary content under %s", self.prefix, exc_info=True)
             return list(messages)
         return _stubbed(messages, self._saved(pending, responses))
@@ -214,7 +216,7 @@ class BlobOffload:
             return list(messages)
         try:
             responses = self.backend.download_files([self._path(d) for d in digests])
-        except Exception:
+        except _UNREACHABLE:
             logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
             responses = []
         return _restored(messages, self._accepted(digests, responses))
@@ -226,7 +228,7 @@ class BlobOffload:
             return list(messages)
         try:
             responses = await self.backend.adownload_files([self._path(d) for d in digests])
-        except Exception:
+        except _UNREACHABLE:
             logger.warning("Could not read binary content under %s", self.prefix, exc_info=True)
             responses = []
         return _restored(messages, self._accepted(digests, responses))

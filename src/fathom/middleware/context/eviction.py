@@ -21,7 +21,8 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.types import Command
 
 from fathom.backends.protocol import BackendOrFactory, BackendProtocol, HookRuntime, resolve_backend
-from fathom.middleware.context.summarization import ARCHIVE_DIR, CHARS_PER_TOKEN, artifacts_dir
+from fathom.middleware.context.budget import CHARS_PER_TOKEN
+from fathom.middleware.context.offload import ARCHIVE_DIR, artifacts_dir
 
 __all__ = ["EVICTED_TO", "PREVIEW_LINES", "HumanMessageEviction", "with_command"]
 

@@ -89,23 +89,22 @@ def describe_error(
     verb = _VERBS.get(tool, "use")
     kind = error.kind
     detail = error.detail
+    aside = f" ({detail})" if detail else ""
     if kind is ErrorKind.NOT_FOUND:
         if tool in ("ls", "glob", "grep"):
             return f"Error: directory '{p}' not found. Use ls on its parent to see what exists."
         return f"Error: File '{p}' not found"
     if kind is ErrorKind.PERMISSION:
-        why = f" ({detail})" if detail else ""
         return (
-            f"Error: permission denied: cannot {verb} '{p}'{why}. Do not retry this path; "
+            f"Error: permission denied: cannot {verb} '{p}'{aside}. Do not retry this path; "
             "work within what is allowed or ask the user."
         )
     if kind is ErrorKind.IS_DIRECTORY:
-        where = f" ({detail})" if detail else ""
         if tool in ("write_file", "upload"):
             return (
-                f"Error: '{p}' is a directory{where}. Write to a file path inside it instead."
+                f"Error: '{p}' is a directory{aside}. Write to a file path inside it instead."
             )
-        return f"Error: '{p}' is a directory{where}. Use ls to see what it holds."
+        return f"Error: '{p}' is a directory{aside}. Use ls to see what it holds."
     if kind is ErrorKind.INVALID:
         if not p:
             return f"Error: {detail or 'the request is not valid'}."
@@ -130,9 +129,8 @@ def describe_error(
     if kind is ErrorKind.EXISTS:
         return f"Error: '{p}' already exists. Use edit_file to change it, or choose another path."
     if kind is ErrorKind.OUTSIDE_ROOT:
-        how = f" ({detail})" if detail else ""
         return (
-            f"Error: '{p}' leads outside the filesystem root{how}. "
+            f"Error: '{p}' leads outside the filesystem root{aside}. "
             "Use a path inside the root; links that point out of it are not followed."
         )
     if kind is ErrorKind.TOO_LARGE:
@@ -150,9 +148,8 @@ def describe_error(
             advice = "Split the content into several smaller files."
         return f"Error: '{p}'{when}{size}{bound}. {advice}"
     if kind is ErrorKind.BINARY:
-        why = f" ({detail})" if detail else ""
         if tool != "edit_file":
-            return f"Error: '{p}' is a binary file{why} and cannot be shown as text."
+            return f"Error: '{p}' is a binary file{aside} and cannot be shown as text."
         if detail:
             return (
                 f"Error: '{p}' cannot be edited as text ({detail}): changing it as text "

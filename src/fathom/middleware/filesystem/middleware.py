@@ -29,14 +29,21 @@ from fathom.backends.protocol import (
     BackendOrFactory,
     BackendProtocol,
     HookRuntime,
+    Plan,
     adopt,
+    adrive,
+    arun_call,
+    call,
     cap_grep,
+    drive,
     resolve_backend,
+    run_call,
 )
 from fathom.backends.state import StateBackend
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
+from fathom.middleware.context.budget import OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
-from fathom.middleware.context.summarization import OFFLOAD_TOKENS, SummarizationMiddleware
+from fathom.middleware.context.offload import ToolResultOffload
 from fathom.middleware.filesystem.answers import (
     change_answer,
     edit_message,
@@ -180,13 +187,13 @@ def earlier_change_in_turn(runtime: ToolRuntime, file_path: str) -> str | None:
     for message in reversed(state.get("messages", [])):
         if not isinstance(message, AIMessage):
             continue
-        for call in message.tool_calls:
-            if call.get("id") == runtime.tool_call_id:
+        for tool_call in message.tool_calls:
+            if tool_call.get("id") == runtime.tool_call_id:
                 return None
-            if call["name"] in _CHANGING_TOOLS and _same_path(
-                call["args"].get("file_path"), file_path
+            if tool_call["name"] in _CHANGING_TOOLS and _same_path(
+                tool_call["args"].get("file_path"), file_path
             ):
-                return call["name"]
+                return tool_call["name"]
         return None
     return None
 
@@ -216,6 +223,12 @@ def delete_message(result: Any) -> str:
     return f"Deleted `{result.path}`" if result.path else "Deleted."
 
 
+_CHANGE_MESSAGES = {
+    "write_file": write_message, "edit_file": edit_message, "delete": delete_message
+}
+"""Each changing tool's answer on success."""
+
+
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
     def backend(runtime: ToolRuntime) -> BackendProtocol:
         resolved = resolve_backend(middleware.backend, runtime)
@@ -243,17 +256,20 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         result = await backend(runtime).aread(file_path, offset, limit)
         return read_answer(result, file_path, offset, limit, runtime)
 
-    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+    def change(runtime: ToolRuntime, tool: str, method: str, *args: Any) -> Plan[Any]:
+        """A change of `args[0]` by `tool` (the backend's `method`), refused when another
+        call of this turn changes the same file."""
+        file_path = args[0]
         if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "write_file")
-        result = backend(runtime).write(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result), file_path)
+            return _conflict_error(earlier, file_path, runtime, tool)
+        result = yield call(backend(runtime), method, *args)
+        return change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
+
+    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
+        return drive(change(runtime, "write_file", "write", file_path, content), run_call)
 
     async def awrite_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "write_file")
-        result = await backend(runtime).awrite(file_path, content)
-        return change_answer(result, runtime, "write_file", write_message(result), file_path)
+        return await adrive(change(runtime, "write_file", "write", file_path, content), arun_call)
 
     def edit_file(
         runtime: ToolRuntime,
@@ -262,10 +278,8 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "edit_file")
-        result = backend(runtime).edit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
+        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
+        return drive(edit, run_call)
 
     async def aedit_file(
         runtime: ToolRuntime,
@@ -274,24 +288,16 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "edit_file")
-        result = await backend(runtime).aedit(file_path, old_string, new_string, replace_all)
-        return change_answer(result, runtime, "edit_file", edit_message(result), file_path)
+        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
+        return await adrive(edit, arun_call)
 
     # -- delete: a file, or a directory recursively ------------------------------------
 
     def delete(runtime: ToolRuntime, file_path: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "delete")
-        result = backend(runtime).delete(file_path)
-        return change_answer(result, runtime, "delete", delete_message(result), file_path)
+        return drive(change(runtime, "delete", "delete", file_path), run_call)
 
     async def adelete(runtime: ToolRuntime, file_path: str) -> Any:
-        if earlier := earlier_change_in_turn(runtime, file_path):
-            return _conflict_error(earlier, file_path, runtime, "delete")
-        result = await backend(runtime).adelete(file_path)
-        return change_answer(result, runtime, "delete", delete_message(result), file_path)
+        return await adrive(change(runtime, "delete", "delete", file_path), arun_call)
 
     def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Any:
         return glob_answer(backend(runtime).glob(pattern, path), pattern, path, runtime)
@@ -472,12 +478,10 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             if human_message_token_limit_before_evict is None
             else HumanMessageEviction(self.backend, human_message_token_limit_before_evict)
         )
-        self._evictor = (
+        self._results_offload = (
             None
             if tool_token_limit_before_evict is None
-            else SummarizationMiddleware(
-                backend=self.backend, offload_tokens=tool_token_limit_before_evict
-            )
+            else ToolResultOffload(self.backend, tool_token_limit_before_evict)
         )
 
     def wrap_model_call(
@@ -559,7 +563,9 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         result = handler(request)
         if (blobs := self._tool_blobs(request)) is not None:
             result = blobs.tool_result(result)
-        return result if self._evictor is None else self._evictor._offload(request, result)
+        if self._results_offload is None:
+            return result
+        return self._results_offload.tool_result(request, result)
 
     async def awrap_tool_call(
         self,
@@ -572,9 +578,9 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         result = await handler(request)
         if (blobs := self._tool_blobs(request)) is not None:
             result = await blobs.atool_result(result)
-        if self._evictor is None:
+        if self._results_offload is None:
             return result
-        return await self._evictor._aoffload(request, result)
+        return await self._results_offload.atool_result(request, result)
 
 
 _SELECTABLE_TOOLS = (*FILESYSTEM_TOOL_NAMES, "execute")
