@@ -69,6 +69,8 @@ class Import:
     source: str
     target: str
     line: int
+    typing_only: bool = False
+    """Under `if TYPE_CHECKING:`: it counts for the layers, but never runs."""
 
 
 def _known(name: str) -> str | None:
@@ -85,6 +87,13 @@ def imports_of(module: str) -> Iterator[Import]:
     path = MODULES[module]
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
     for node in ast.walk(tree):
         targets: list[str] = []
         if isinstance(node, ast.Import):
@@ -100,10 +109,35 @@ def imports_of(module: str) -> Iterator[Import]:
         for target in targets:
             known = _known(target) if target.startswith("fathom") else None
             if known is not None and known != module:
-                yield Import(module, known, node.lineno)
+                yield Import(module, known, node.lineno, id(node) in typing_only)
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def with_packages(graph: dict[str, list[Import]]) -> dict[str, list[Import]]:
+    """`graph` plus what importing a module also runs: the `__init__` of each package above
+    it (bar the importer's own, already running), with the imports that `__init__` makes at
+    run time. Those count for cycles: `a` importing `p.b` runs `p/__init__`, which may lead
+    back to `a`."""
+    runtime = {m: [i for i in imports if not i.typing_only] for m, imports in graph.items()}
+    edges: dict[str, list[Import]] = {}
+    for module, imports in runtime.items():
+        own = {module, *_parents(module)}
+        implicit = [
+            Import(module, parent, i.line)
+            for i in imports
+            for parent in _parents(i.target)
+            if parent in MODULES and parent not in own
+        ]
+        edges[module] = [*imports, *implicit]
+    return edges
 
 
 GRAPH: dict[str, list[Import]] = {module: list(imports_of(module)) for module in MODULES}
+RUNTIME_GRAPH = with_packages(GRAPH)
 
 
 def test_every_module_belongs_to_a_layer() -> None:
@@ -122,7 +156,7 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert upward == []
 
 
-def _cycles() -> list[list[str]]:
+def _cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
     """The strongly connected groups of more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -134,7 +168,7 @@ def _cycles() -> list[list[str]]:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for edge in GRAPH[node]:
+        for edge in graph[node]:
             if edge.target not in index:
                 visit(edge.target)
                 low[node] = min(low[node], low[edge.target])
@@ -158,7 +192,19 @@ def _cycles() -> list[list[str]]:
 
 
 def test_no_cycle_between_modules() -> None:
-    assert _cycles() == []
+    assert _cycles(GRAPH) == []
+
+
+def test_no_cycle_through_the_packages_an_import_runs() -> None:
+    assert _cycles(RUNTIME_GRAPH) == []
+
+
+def test_importing_a_module_runs_its_packages() -> None:
+    """The rule behind the test above, on a known pair of the tree."""
+    source = "fathom.middleware.execute"
+    targets = {i.target for i in RUNTIME_GRAPH[source]}
+    assert "fathom.middleware.filesystem" in targets  # via fathom.middleware.filesystem.answers
+    assert "fathom.middleware" not in targets  # its own package is already running
 
 
 def test_every_module_opens_with_a_docstring() -> None:
