@@ -10,7 +10,6 @@ message listing what it may use. The `fathom` command uses it for the `tools:` l
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -20,15 +19,10 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import ToolMessage
 
 from fathom.call_hooks import ModelRequestRewrite, ToolCallGate
+from fathom.profiles.apply import tool_name
 from fathom.tool_answers import tool_error
 
 __all__ = ["AllowedToolsMiddleware"]
-
-
-def _tool_name(tool: Any) -> str:
-    if isinstance(tool, dict):
-        return str(tool.get("name") or tool.get("function", {}).get("name", ""))
-    return str(getattr(tool, "name", ""))
 
 
 class AllowedToolsMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware):
@@ -41,7 +35,7 @@ class AllowedToolsMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware)
     def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
         """Pass the model only the allowed tools."""
         return request.override(
-            tools=[tool for tool in request.tools if _tool_name(tool) in self.allowed]
+            tools=[tool for tool in request.tools if tool_name(tool) in self.allowed]
         )
 
     def refuse_tool_call(self, request: ToolCallRequest) -> ToolMessage | None:

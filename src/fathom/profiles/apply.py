@@ -17,16 +17,16 @@ from fathom.profiles.harness import SCAFFOLDING_MIDDLEWARE, HarnessProfile
 from fathom.prompt import AssembledSystemMessage, PromptSection, sections_of
 from fathom.tool_answers import tool_error
 
-__all__ = ["ProfileToolsMiddleware", "apply_profile", "check_exclusions_matched"]
+__all__ = ["ProfileToolsMiddleware", "apply_profile", "check_exclusions_matched", "tool_name"]
 
 
-def _tool_name(tool: Any) -> str:
+def tool_name(tool: Any) -> str:
+    """The name the model calls `tool` by: a `BaseTool`, a provider tool dict or a function."""
     if isinstance(tool, Mapping):
         function = tool.get("function")
-        if isinstance(function, Mapping):
-            return str(function.get("name") or "")
-        return str(tool.get("name") or "")
-    return str(getattr(tool, "name", ""))
+        return str(tool.get("name") or (function.get("name") if isinstance(function, Mapping)
+                                        else "") or "")
+    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
 
 
 def _described(tool: Any, description: str) -> Any:
@@ -53,7 +53,7 @@ class ProfileToolsMiddleware(ModelRequestRewrite, ToolCallGate, AgentMiddleware)
     def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
         tools = []
         for tool in request.tools:
-            name = _tool_name(tool)
+            name = tool_name(tool)
             if name in self.excluded:
                 continue
             tools.append(_described(tool, self.overrides[name]) if name in self.overrides else tool)
