@@ -60,7 +60,7 @@ from fathom.middleware.subagents import (
     validate_subagent_spec,
 )
 from fathom.models import resolve_model
-from fathom.profiles.apply import apply_profile
+from fathom.profiles.apply import apply_profile, tool_name
 from fathom.profiles.harness import GeneralPurposeSubagentProfile
 from fathom.profiles.registry import general_purpose_settings, harness_profile_for_model
 from fathom.prompt import (
@@ -160,15 +160,6 @@ def _hitl(
     return [hitl]
 
 
-def _tool_name(tool: Any) -> str:
-    """The name the model calls `tool` by: a `BaseTool`, a provider tool dict or a function."""
-    if isinstance(tool, Mapping):
-        function = tool.get("function")
-        return str(tool.get("name") or (function.get("name") if isinstance(function, Mapping)
-                                        else "") or "")
-    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
-
-
 def _build_graph(
     model: BaseChatModel,
     tools: Sequence[Any],
@@ -179,11 +170,11 @@ def _build_graph(
     approval: list[AgentMiddleware],
     response_format: Any,
     context_schema: type[Any] | None,
-    checkpointer: Checkpointer | None,
-    store: BaseStore | None,
-    debug: bool,
-    name: str | None,
-    cache: BaseCache | None,
+    checkpointer: Checkpointer | None = None,
+    store: BaseStore | None = None,
+    debug: bool = False,
+    name: str | None = None,
+    cache: BaseCache | None = None,
     interrupt_on: Mapping[str, Any] | None = None,
     who: str = "",
     state_schema: type[Any] | None = None,
@@ -214,7 +205,7 @@ def _build_graph(
     stack = [*profiled, *approval, PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
     if interrupt_on:
         offered = [*(tools or []), *(t for m in stack for t in getattr(m, "tools", None) or ())]
-        names = {_tool_name(t) for t in offered}
+        names = {tool_name(t) for t in offered}
         check_tool_names(interrupt_on, names - {""}, who)
     agent = create_agent(
         model,
@@ -330,55 +321,49 @@ def _compile_subagents(
     task_description = task_tool_description(specs)
     compiled: list[CompiledSubAgent] = []
     for spec in specs:
-        if "runnable" in spec:
-            entry = CompiledSubAgent(
-                name=spec["name"], description=spec["description"], runnable=spec["runnable"]
-            )
-            if is_fork(spec):
-                entry["mode"] = "fork"
-            compiled.append(entry)
-            continue
         fork = is_fork(spec)
-        rules = spec.get("permissions", permissions)
-        sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
-        if fork:
-            core = _with_task_tool(
-                _core_middleware(backend, rules, memory=memory, skills=skills),
-                ForkTaskToolMiddleware(task_description),
-            )
-            # the parent's middleware, a spec entry replacing one of the same name
-            own = list(_merged_by_name(list(middleware), spec.get("middleware", ())))
+        if "runnable" in spec:
+            graph = spec["runnable"]
         else:
-            core = _core_middleware(backend, rules, skills=spec.get("skills"), planning=False)
-            own = list(spec.get("middleware", ()))
-        graph = _build_graph(
-            resolve_model(spec["model"]) if spec.get("model") else model,
-            spec.get("tools", tools),
-            # a fork keeps the parent's prompt; its own is added after the base prompt
-            system_prompt=system_prompt if fork else spec.get("system_prompt"),
-            prompt_addendum=spec.get("system_prompt") if fork else None,
-            core=core,
-            middleware=own,
-            approval=_hitl(sub_interrupt_on, has_checkpointer, f" of subagent {spec['name']!r}"),
-            response_format=spec.get("response_format"),
-            context_schema=context_schema,
-            checkpointer=None,  # a subgraph uses the parent's checkpointer and store
-            store=None,
-            debug=False,
-            name=spec["name"],
-            cache=None,
-            # only the spec's own entries: inherited ones may name parent-only tools
-            interrupt_on=spec.get("interrupt_on"),
-            who=f" of subagent {spec['name']!r}",
-            state_schema=state_schema,
-            general_purpose=gp if spec is gp_spec else None,
-        )
+            rules = spec.get("permissions", permissions)
+            sub_interrupt_on = {**(interrupt_on or {}), **(spec.get("interrupt_on") or {})}
+            who = f" of subagent {spec['name']!r}"
+            if fork:
+                core = _with_task_tool(
+                    _core_middleware(backend, rules, memory=memory, skills=skills),
+                    ForkTaskToolMiddleware(task_description),
+                )
+                # the parent's middleware, a spec entry replacing one of the same name
+                own = list(_merged_by_name(list(middleware), spec.get("middleware", ())))
+            else:
+                core = _core_middleware(backend, rules, skills=spec.get("skills"), planning=False)
+                own = list(spec.get("middleware", ()))
+            graph = _build_graph(
+                resolve_model(spec["model"]) if spec.get("model") else model,
+                spec.get("tools", tools),
+                # a fork keeps the parent's prompt; its own is added after the base prompt
+                system_prompt=system_prompt if fork else spec.get("system_prompt"),
+                prompt_addendum=spec.get("system_prompt") if fork else None,
+                core=core,
+                middleware=own,
+                approval=_hitl(sub_interrupt_on, has_checkpointer, who),
+                response_format=spec.get("response_format"),
+                context_schema=context_schema,
+                # no checkpointer or store: a subgraph uses the parent's
+                name=spec["name"],
+                # only the spec's own entries: inherited ones may name parent-only tools
+                interrupt_on=spec.get("interrupt_on"),
+                who=who,
+                state_schema=state_schema,
+                general_purpose=gp if spec is gp_spec else None,
+            )
+            if fork:
+                mark_declarative_fork(graph)
         entry = CompiledSubAgent(
             name=spec["name"], description=spec["description"], runnable=graph
         )
         if fork:
             entry["mode"] = "fork"
-            mark_declarative_fork(graph)
         compiled.append(entry)
     return compiled
 
