@@ -102,10 +102,10 @@ def _claim(checkpointer: Any, thread_id: str, namespace: str) -> Iterator[None]:
             _RUNNING.get(checkpointer, set()).discard(key)
 
 
-def _guard_key(
+def _guard(
     graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig | None
-) -> tuple[Any, str, str]:
-    """(checkpointer, thread_id, namespace) to claim for a run; checkpointer None: unguarded.
+) -> contextlib.AbstractContextManager[None]:
+    """The claim of (checkpointer, thread_id, namespace) to hold for a run, or no claim.
 
     Unguarded: no saver of its own (a subgraph, or no checkpointer), a nested call (the
     parent run holds the claim), or no thread id (LangGraph refuses that itself).
@@ -119,8 +119,8 @@ def _guard_key(
         or CONFIG_KEY_TASK_ID in configurable
         or thread_id is None
     ):
-        return None, "", ""
-    return saver, str(thread_id), str(configurable.get("checkpoint_ns", ""))
+        return contextlib.nullcontext()
+    return _claim(saver, str(thread_id), str(configurable.get("checkpoint_ns", "")))
 
 
 # from_graph's own type variables: it is called on the class, unspecialised
@@ -159,23 +159,14 @@ class ThreadGuardedGraph(CompiledStateGraph[StateT, ContextT, InputT, OutputT]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """`CompiledStateGraph.stream`, refused with `ThreadBusyError` on a busy thread."""
-        saver, thread_id, namespace = _guard_key(self, config)
-        if saver is None:
-            yield from super().stream(input, config, **kwargs)
-            return
-        with _claim(saver, thread_id, namespace):
+        with _guard(self, config):
             yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """`CompiledStateGraph.astream`, refused with `ThreadBusyError` on a busy thread."""
-        saver, thread_id, namespace = _guard_key(self, config)
-        if saver is None:
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-            return
-        with _claim(saver, thread_id, namespace):
+        with _guard(self, config):
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
 
@@ -224,9 +215,7 @@ def has_unfinished_step(snapshot: StateSnapshot) -> bool:
     True when the latest checkpoint still has nodes to run (`snapshot.next`) and no
     task is waiting on an interrupt: the run was killed, crashed or cancelled.
     """
-    if not snapshot.next:
-        return False
-    return not any(task.interrupts for task in snapshot.tasks)
+    return bool(snapshot.next) and _ready(snapshot)
 
 
 def _ready(snapshot: StateSnapshot) -> bool:
