@@ -54,6 +54,7 @@ from fathom.middleware.subagents import (
     ForkTaskToolMiddleware,
     SubAgent,
     SubAgentMiddleware,
+    compiled_subagent,
     is_fork,
     mark_declarative_fork,
     task_tool_description,
@@ -359,12 +360,7 @@ def _compile_subagents(
             )
             if fork:
                 mark_declarative_fork(graph)
-        entry = CompiledSubAgent(
-            name=spec["name"], description=spec["description"], runnable=graph
-        )
-        if fork:
-            entry["mode"] = "fork"
-        compiled.append(entry)
+        compiled.append(compiled_subagent(spec, graph))
     return compiled
 
 

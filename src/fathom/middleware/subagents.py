@@ -56,6 +56,7 @@ __all__ = [
     "ForkTaskToolMiddleware",
     "SubAgent",
     "SubAgentMiddleware",
+    "compiled_subagent",
     "fork_messages",
     "is_fork",
     "mark_declarative_fork",
@@ -149,6 +150,14 @@ SUBAGENT_MODES = ("isolated", "fork")
 def is_fork(spec: Mapping[str, Any]) -> bool:
     """Whether `spec` (a `SubAgent` or `CompiledSubAgent`) continues the parent's conversation."""
     return spec.get("mode") == "fork"
+
+
+def compiled_subagent(spec: Mapping[str, Any], runnable: Any) -> CompiledSubAgent:
+    """The `CompiledSubAgent` of `runnable`, with `spec`'s name, description and fork mode."""
+    entry = CompiledSubAgent(name=spec["name"], description=spec["description"], runnable=runnable)
+    if is_fork(spec):
+        entry["mode"] = "fork"
+    return entry
 
 
 def validate_subagent_spec(spec: Mapping[str, Any]) -> None:
@@ -326,12 +335,7 @@ def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:
             f"Subagent {spec['name']!r}: its graph state has no 'messages' key; the task is "
             "given as a message and the answer is read from the messages."
         )
-    checked = CompiledSubAgent(
-        name=spec["name"], description=spec["description"], runnable=runnable
-    )
-    if is_fork(spec):
-        checked["mode"] = "fork"
-    return checked
+    return compiled_subagent(spec, runnable)
 
 
 def _to_json(value: Any) -> str:
@@ -467,10 +471,9 @@ def _compile_spec(
         state_schema=state_schema,
         name=name,
     )
-    compiled = {"name": name, "description": spec.get("description", ""), "runnable": runnable}
-    if not is_fork(spec):
-        return compiled
-    return {**compiled, "mode": "fork", "runnable": mark_declarative_fork(runnable)}
+    if is_fork(spec):
+        mark_declarative_fork(runnable)
+    return {**spec, "name": name, "description": spec.get("description", ""), "runnable": runnable}
 
 
 class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
@@ -592,6 +595,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         spec: CompiledSubAgent,
         result: Any,
     ) -> Command | ToolMessage:
+        """The `task` call's answer from the subagent's final state, or from its `Failure`."""
+        if isinstance(result, Failure):
+            return self._failure(runtime, spec["name"], result.error)
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         result = result if isinstance(result, Mapping) else {"messages": []}
         message = ToolMessage(
@@ -625,8 +631,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             return prepared
         spec, payload, config = prepared
         result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
-        if isinstance(result, Failure):
-            return self._failure(runtime, spec["name"], result.error)
         return self._finish(runtime, spec, result)
 
     async def _atask(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
@@ -635,6 +639,4 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             return prepared
         spec, payload, config = prepared
         result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
-        if isinstance(result, Failure):
-            return self._failure(runtime, spec["name"], result.error)
         return self._finish(runtime, spec, result)
