@@ -169,18 +169,12 @@ def _build_graph(
     core: list[AgentMiddleware],
     middleware: Sequence[AgentMiddleware],
     approval: list[AgentMiddleware],
-    response_format: Any,
-    context_schema: type[Any] | None,
-    checkpointer: Checkpointer | None = None,
-    store: BaseStore | None = None,
-    debug: bool = False,
-    name: str | None = None,
-    cache: BaseCache | None = None,
     interrupt_on: Mapping[str, Any] | None = None,
     who: str = "",
     state_schema: type[Any] | None = None,
     general_purpose: GeneralPurposeSubagentProfile | None = None,
     prompt_addendum: str | None = None,
+    **create_agent_options: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
 
@@ -192,6 +186,9 @@ def _build_graph(
     `interrupt_on` is the part of the approval configuration given for this agent itself;
     its names are checked against every tool the agent ends up with (its own tools and
     those of its middleware), so a misspelled name fails here instead of approving nothing.
+
+    `create_agent_options` (`response_format`, `context_schema`, `checkpointer`, `store`,
+    `debug`, `name`, `cache`) go to `create_agent` as they are.
     """
     # the harness profile registered for this agent's own model (main agent or subagent)
     profile = harness_profile_for_model(model)
@@ -213,14 +210,8 @@ def _build_graph(
         tools=list(tools or []),
         system_prompt=system_message,
         middleware=stack,
-        response_format=response_format,
         state_schema=state_schema if state_schema is not None else DeepAgentState,
-        context_schema=context_schema,
-        checkpointer=checkpointer,
-        store=store,
-        debug=debug,
-        name=name,
-        cache=cache,
+        **create_agent_options,
     )
     return compact_tool_dispatch(agent).with_config(max_concurrency=MAX_CONCURRENCY)
 
