@@ -462,7 +462,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         command = None
         if self._human_eviction is not None:
             request, command = self._human_eviction.prepare(request)
-        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+        if (blobs := self._blobs(HookRuntime(request.state, request.runtime))) is not None:
             queued = _queued(command)
             saved = blobs.history_update(_state_messages(request), queued)
             request = request.override(messages=blobs.hydrate(request.messages))
@@ -478,25 +478,26 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         command = None
         if self._human_eviction is not None:
             request, command = await self._human_eviction.aprepare(request)
-        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+        if (blobs := self._blobs(HookRuntime(request.state, request.runtime))) is not None:
             queued = _queued(command)
             saved = await blobs.ahistory_update(_state_messages(request), queued)
             request = request.override(messages=await blobs.ahydrate(request.messages))
             command = _with_messages(command, saved, queued)
         return with_command(await super().awrap_model_call(request, handler), command)
 
-    def _blobs(self, state: Any, runtime: Any) -> BlobOffload | None:
-        """Where binary content goes for this call; `None` when it stays inline."""
+    def _blobs(self, runtime: Any) -> BlobOffload | None:
+        """Where binary content goes for this call (`runtime` is what a backend factory is
+        given); `None` when it stays inline."""
         if not self.offload_binary_content:
             return None
-        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        backend = resolve_backend(self.backend, runtime)
         return None if blobs_in_state(backend) else BlobOffload(backend)
 
     def _tool_blobs(self, request: ToolCallRequest) -> BlobOffload | None:
-        if request.tool_call.get("name") != "read_file" or not self.offload_binary_content:
+        """Where a `read_file` result's binary content goes; `None` for other tools."""
+        if request.tool_call.get("name") != "read_file":
             return None
-        backend = resolve_backend(self.backend, request.runtime)
-        return None if blobs_in_state(backend) else BlobOffload(backend)
+        return self._blobs(request.runtime)
 
     def _refused_timeout(self, request: ToolCallRequest) -> ToolMessage | None:
         """The error answer to an `execute` call whose `timeout` is over
