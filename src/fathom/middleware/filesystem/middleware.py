@@ -301,32 +301,37 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         ("glob", glob, GlobInput),
         ("grep", grep, GrepInput),
     ]
-    return [_plan_tool(name, plan, schema, descriptions[name]) for name, plan, schema in specs]
+    return [
+        StructuredTool.from_function(
+            name=name,
+            description=descriptions[name],
+            func=_driven(plan),
+            coroutine=_adriven(plan),
+            args_schema=schema,
+            infer_schema=False,
+        )
+        for name, plan, schema in specs
+    ]
 
 
-def _plan_tool(
-    name: str, plan: Callable[..., Plan[Any]], schema: type[BaseModel], description: str
-) -> BaseTool:
-    """The tool `name` that runs `plan`: `drive`n when called sync, `adrive`n when async.
-
-    Its functions take the arguments by keyword (the schema fills in defaults) and name
-    `runtime`, which is how the tool node knows to inject the `ToolRuntime`.
-    """
+def _driven(plan: Callable[..., Plan[Any]]) -> Callable[..., Any]:
+    """The sync function of a tool that runs `plan`. It takes the arguments by keyword (the
+    schema fills in defaults) and names `runtime`, which is how the tool node knows to
+    inject the `ToolRuntime`."""
 
     def func(runtime: ToolRuntime, **args: Any) -> Any:
         return drive(plan(runtime, **args), run_call)
 
+    return func
+
+
+def _adriven(plan: Callable[..., Plan[Any]]) -> Callable[..., Awaitable[Any]]:
+    """`_driven`'s async twin: the tool's coroutine, on the backend's async methods."""
+
     async def coroutine(runtime: ToolRuntime, **args: Any) -> Any:
         return await adrive(plan(runtime, **args), arun_call)
 
-    return StructuredTool.from_function(
-        name=name,
-        description=description,
-        func=func,
-        coroutine=coroutine,
-        args_schema=schema,
-        infer_schema=False,
-    )
+    return coroutine
 
 
 class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, Any]):
