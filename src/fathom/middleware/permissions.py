@@ -251,8 +251,7 @@ def _deny_inside(
 
 def _literal_prefix(pattern: str) -> str:
     match = _GLOB_CHARS.search(pattern)
-    literal = pattern if match is None else pattern[: match.start()]
-    return literal
+    return pattern if match is None else pattern[: match.start()]
 
 
 def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any) -> None:
@@ -269,11 +268,8 @@ def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any)
         return
     from fathom.backends.composite import CompositeBackend
 
-    def can_execute(candidate: Any) -> bool:
-        return supports_execute(candidate)
-
     if isinstance(backend, CompositeBackend):
-        if not can_execute(backend.default):
+        if not supports_execute(backend.default):
             return
         for rule in rules:
             for pattern in rule.paths:
@@ -285,7 +281,7 @@ def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any)
                         f"permission path under a route ({', '.join(backend.routes)})."
                     )
         return
-    if can_execute(backend):
+    if supports_execute(backend):
         raise NotImplementedError(
             "Filesystem permissions cannot be enforced on a backend that can run shell "
             "commands (execute). Route the protected paths to a backend without a shell "

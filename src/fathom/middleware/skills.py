@@ -17,14 +17,13 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
 )
 from langchain_core.tools import BaseTool
@@ -533,19 +532,9 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
         tools = [t for t in request.tools if getattr(t, "name", None) not in hidden]
         return request.override(tools=tools)
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
         """Add the skills section and offer only the gated tools a read skill unlocked."""
-        return super().wrap_model_call(self._visible(request), handler)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        """Async `wrap_model_call`."""
-        return await super().awrap_model_call(self._visible(request), handler)
+        return super().rewrite_model_request(self._visible(request))
 
 
 def _skill_line(skill: SkillMetadata) -> str:

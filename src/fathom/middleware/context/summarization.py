@@ -412,8 +412,8 @@ class SummarizationMiddleware(AgentMiddleware):
         """The request's size: the model's own count for the prefix it last reported on
         (its `usage_metadata`), plus an estimate for what came after; all estimated when
         no usage is reported. A `token_counter` given to the middleware counts instead."""
+        system = [request.system_message] if request.system_message else []
         if self.token_counter is not None:
-            system = [request.system_message] if request.system_message else []
             return int(self.token_counter([*system, *messages]))
         for index in range(len(messages) - 1, -1, -1):
             message = messages[index]
@@ -421,7 +421,6 @@ class SummarizationMiddleware(AgentMiddleware):
                 usage = message.usage_metadata
                 reported = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
                 return reported + approx_tokens(messages[index + 1 :])
-        system = [request.system_message] if request.system_message else []
         return approx_tokens([*system, *messages], request.tools)
 
     # -- the model step --------------------------------------------------------------------

@@ -230,30 +230,23 @@ _CHANGE_MESSAGES = {
 
 
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
+    """The file tools over `middleware`'s backend: each written once as a plan, which its
+    sync tool `drive`s and its async tool `adrive`s."""
+
     def backend(runtime: ToolRuntime) -> BackendProtocol:
         resolved = resolve_backend(middleware.backend, runtime)
         if middleware.permissions:
             return PolicyBackend(resolved, [PermissionPolicy(middleware.permissions)])
         return resolved
 
-    descriptions = {**DESCRIPTIONS, **middleware.tool_descriptions}
-
-    def ls(runtime: ToolRuntime, path: str = "/") -> Any:
-        return ls_answer(backend(runtime).ls(path), path, runtime)
-
-    async def als(runtime: ToolRuntime, path: str = "/") -> Any:
-        return ls_answer(await backend(runtime).als(path), path, runtime)
+    def ls(runtime: ToolRuntime, path: str = "/") -> Plan[Any]:
+        result = yield call(backend(runtime), "ls", path)
+        return ls_answer(result, path, runtime)
 
     def read_file(
         runtime: ToolRuntime, file_path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT
-    ) -> Any:
-        result = backend(runtime).read(file_path, offset, limit)
-        return read_answer(result, file_path, offset, limit, runtime)
-
-    async def aread_file(
-        runtime: ToolRuntime, file_path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT
-    ) -> Any:
-        result = await backend(runtime).aread(file_path, offset, limit)
+    ) -> Plan[Any]:
+        result = yield call(backend(runtime), "read", file_path, offset, limit)
         return read_answer(result, file_path, offset, limit, runtime)
 
     def change(runtime: ToolRuntime, tool: str, method: str, *args: Any) -> Plan[Any]:
@@ -265,11 +258,8 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         result = yield call(backend(runtime), method, *args)
         return change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
 
-    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
-        return drive(change(runtime, "write_file", "write", file_path, content), run_call)
-
-    async def awrite_file(runtime: ToolRuntime, file_path: str, content: str) -> Any:
-        return await adrive(change(runtime, "write_file", "write", file_path, content), arun_call)
+    def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Plan[Any]:
+        return change(runtime, "write_file", "write", file_path, content)
 
     def edit_file(
         runtime: ToolRuntime,
@@ -277,33 +267,16 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         old_string: str,
         new_string: str,
         replace_all: bool = False,
-    ) -> Any:
-        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
-        return drive(edit, run_call)
-
-    async def aedit_file(
-        runtime: ToolRuntime,
-        file_path: str,
-        old_string: str,
-        new_string: str,
-        replace_all: bool = False,
-    ) -> Any:
-        edit = change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
-        return await adrive(edit, arun_call)
+    ) -> Plan[Any]:
+        return change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
 
     # -- delete: a file, or a directory recursively ------------------------------------
 
-    def delete(runtime: ToolRuntime, file_path: str) -> Any:
-        return drive(change(runtime, "delete", "delete", file_path), run_call)
+    def delete(runtime: ToolRuntime, file_path: str) -> Plan[Any]:
+        return change(runtime, "delete", "delete", file_path)
 
-    async def adelete(runtime: ToolRuntime, file_path: str) -> Any:
-        return await adrive(change(runtime, "delete", "delete", file_path), arun_call)
-
-    def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Any:
-        return glob_answer(backend(runtime).glob(pattern, path), pattern, path, runtime)
-
-    async def aglob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Any:
-        result = await backend(runtime).aglob(pattern, path)
+    def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Plan[Any]:
+        result = yield call(backend(runtime), "glob", pattern, path)
         return glob_answer(result, pattern, path, runtime)
 
     def grep(
@@ -313,43 +286,52 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         glob: str | None = None,
         output_mode: str = "files_with_matches",
         max_count: int | None = None,
-    ) -> Any:
+    ) -> Plan[Any]:
         cap = max_count if max_count is not None else middleware.grep_max_count
-        result = cap_grep(backend(runtime).grep(pattern, path, glob, max_count=cap), cap)
-        return grep_answer(result, pattern, output_mode, runtime, path)
+        result = yield call(backend(runtime), "grep", pattern, path, glob, max_count=cap)
+        return grep_answer(cap_grep(result, cap), pattern, output_mode, runtime, path)
 
-    async def agrep(
-        runtime: ToolRuntime,
-        pattern: str,
-        path: str | None = None,
-        glob: str | None = None,
-        output_mode: str = "files_with_matches",
-        max_count: int | None = None,
-    ) -> Any:
-        cap = max_count if max_count is not None else middleware.grep_max_count
-        result = cap_grep(await backend(runtime).agrep(pattern, path, glob, max_count=cap), cap)
-        return grep_answer(result, pattern, output_mode, runtime, path)
-
+    descriptions = {**DESCRIPTIONS, **middleware.tool_descriptions}
     specs = [
-        ("ls", ls, als, LsInput),
-        ("read_file", read_file, aread_file, ReadFileInput),
-        ("write_file", write_file, awrite_file, WriteFileInput),
-        ("edit_file", edit_file, aedit_file, EditFileInput),
-        ("delete", delete, adelete, DeleteInput),
-        ("glob", glob, aglob, GlobInput),
-        ("grep", grep, agrep, GrepInput),
+        ("ls", ls, LsInput),
+        ("read_file", read_file, ReadFileInput),
+        ("write_file", write_file, WriteFileInput),
+        ("edit_file", edit_file, EditFileInput),
+        ("delete", delete, DeleteInput),
+        ("glob", glob, GlobInput),
+        ("grep", grep, GrepInput),
     ]
     return [
         StructuredTool.from_function(
             name=name,
             description=descriptions[name],
-            func=func,
-            coroutine=coroutine,
+            func=_driven(plan),
+            coroutine=_adriven(plan),
             args_schema=schema,
             infer_schema=False,
         )
-        for name, func, coroutine, schema in specs
+        for name, plan, schema in specs
     ]
+
+
+def _driven(plan: Callable[..., Plan[Any]]) -> Callable[..., Any]:
+    """The sync function of a tool that runs `plan`. It takes the arguments by keyword (the
+    schema fills in defaults) and names `runtime`, which is how the tool node knows to
+    inject the `ToolRuntime`."""
+
+    def func(runtime: ToolRuntime, **args: Any) -> Any:
+        return drive(plan(runtime, **args), run_call)
+
+    return func
+
+
+def _adriven(plan: Callable[..., Plan[Any]]) -> Callable[..., Awaitable[Any]]:
+    """`_driven`'s async twin: the tool's coroutine, on the backend's async methods."""
+
+    async def coroutine(runtime: ToolRuntime, **args: Any) -> Any:
+        return await adrive(plan(runtime, **args), arun_call)
+
+    return coroutine
 
 
 class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, Any]):
@@ -430,14 +412,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         self.tool_token_limit_before_evict = tool_token_limit_before_evict
         self.human_message_token_limit_before_evict = human_message_token_limit_before_evict
         self.max_execute_timeout = max_execute_timeout
-        if grep_max_count is not None and (
-            isinstance(grep_max_count, bool)
-            or not isinstance(grep_max_count, int)
-            or grep_max_count <= 0
-        ):
-            raise ValueError(
-                f"grep_max_count must be a positive integer or None, not {grep_max_count!r}"
-            )
+        _check_limit("grep_max_count", grep_max_count)
         self.grep_max_count = grep_max_count
         self.backend: Backend = adopt(backend) if backend is not None else StateBackend()
         if offload_binary_content and blobs_in_state(self.backend):
@@ -492,7 +467,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         command = None
         if self._human_eviction is not None:
             request, command = self._human_eviction.prepare(request)
-        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+        if (blobs := self._blobs(HookRuntime(request.state, request.runtime))) is not None:
             queued = _queued(command)
             saved = blobs.history_update(_state_messages(request), queued)
             request = request.override(messages=blobs.hydrate(request.messages))
@@ -508,25 +483,26 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         command = None
         if self._human_eviction is not None:
             request, command = await self._human_eviction.aprepare(request)
-        if (blobs := self._blobs(request.state, request.runtime)) is not None:
+        if (blobs := self._blobs(HookRuntime(request.state, request.runtime))) is not None:
             queued = _queued(command)
             saved = await blobs.ahistory_update(_state_messages(request), queued)
             request = request.override(messages=await blobs.ahydrate(request.messages))
             command = _with_messages(command, saved, queued)
         return with_command(await super().awrap_model_call(request, handler), command)
 
-    def _blobs(self, state: Any, runtime: Any) -> BlobOffload | None:
-        """Where binary content goes for this call; `None` when it stays inline."""
+    def _blobs(self, runtime: Any) -> BlobOffload | None:
+        """Where binary content goes for this call (`runtime` is what a backend factory is
+        given); `None` when it stays inline."""
         if not self.offload_binary_content:
             return None
-        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        backend = resolve_backend(self.backend, runtime)
         return None if blobs_in_state(backend) else BlobOffload(backend)
 
     def _tool_blobs(self, request: ToolCallRequest) -> BlobOffload | None:
-        if request.tool_call.get("name") != "read_file" or not self.offload_binary_content:
+        """Where a `read_file` result's binary content goes; `None` for other tools."""
+        if request.tool_call.get("name") != "read_file":
             return None
-        backend = resolve_backend(self.backend, request.runtime)
-        return None if blobs_in_state(backend) else BlobOffload(backend)
+        return self._blobs(request.runtime)
 
     def _refused_timeout(self, request: ToolCallRequest) -> ToolMessage | None:
         """The error answer to an `execute` call whose `timeout` is over
