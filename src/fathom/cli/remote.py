@@ -35,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from fathom.cli.display import Display, RunStatus
 from fathom.cli.session import PendingApproval, TurnResult, final_answer
+from fathom.cli.startup import EXIT_APPROVAL, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail
 from fathom.errors import FathomError
 from fathom.middleware.async_subagents.transport import REMOTE_ERRORS
 from fathom.project.events import EventTranslator
@@ -433,11 +434,6 @@ def _run_error(data: Any) -> str:
     return str(data)
 
 
-def _fail(message: str) -> int:
-    print(message, file=sys.stderr)
-    return 2
-
-
 def attach(args: argparse.Namespace) -> int:
     """`fathom --server URL [--thread ID] [--assistant ID]`: the interactive session on a
     server's thread; with piped stdin, its text is one turn, as `fathom run` would do."""
@@ -448,7 +444,7 @@ def attach(args: argparse.Namespace) -> int:
     local = [f"--{name.replace('_', '-')}" for name in LOCAL_ONLY_OPTIONS
              if getattr(args, name, None)]  # fmt: skip
     if local:  # silently ignored, an --auto-approve would seem to apply and would not
-        return _fail(f"fathom: {', '.join(local)} cannot be used with --server: the server's "
+        return fail(f"fathom: {', '.join(local)} cannot be used with --server: the server's "
                      "graph has its own model, tools, sandbox and approvals")
     piped = stdin_is_piped()
     display: Any = PlainDisplay(sys.stderr) if piped else make_display(
@@ -456,20 +452,20 @@ def attach(args: argparse.Namespace) -> int:
     try:
         session = RemoteSession.connect(url, display, getattr(args, "assistant", None))
     except ServerUnavailable as error:
-        return _fail(f"fathom: {error}")
+        return fail(f"fathom: {error}")
     with session:
         task = None
         if piped:  # read once the server answered, so a server that is down is said first
             try:
                 task = read_stdin_task()
             except ScriptingError as error:
-                return _fail(str(error))
+                return fail(str(error))
         try:
             thread_id, existed = _thread_for(args, session)
         except ServerUnavailable as error:
-            return _fail(f"fathom: {error}")
+            return fail(f"fathom: {error}")
         except REMOTE_ERRORS as error:  # the server went away between two calls
-            return _fail(f"fathom: {_connection_problem(url, error)}")
+            return fail(f"fathom: {_connection_problem(url, error)}")
         if task is not None:
             return _one_turn(session, thread_id, task)
         state = "resumed" if existed else "new"
@@ -494,17 +490,17 @@ def _thread_for(args: argparse.Namespace, session: RemoteSession) -> tuple[str, 
 
 def _one_turn(session: RemoteSession, thread_id: str, task: str) -> int:
     if session.pending(thread_id):
-        return _fail(f"thread {thread_id} is waiting for an approval; answer it with "
+        return fail(f"thread {thread_id} is waiting for an approval; answer it with "
                      f"`fathom --server {session.setup.server_url} --thread {thread_id}`")
     result = session.run(thread_id, task)
     if result.status == "done":
         print(result.answer)
-        return 0
+        return EXIT_OK
     if result.status == "approval":
         print(f"{result.detail} on thread {thread_id}; answer it with `fathom --server "
               f"{session.setup.server_url} --thread {thread_id}`", file=sys.stderr)
-        return 3
-    return 130 if result.status == "interrupted" else 1
+        return EXIT_APPROVAL
+    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_FAILED
 
 
 def _loop(args: argparse.Namespace, session: RemoteSession, thread_id: str, existed: bool) -> int:
@@ -515,4 +511,4 @@ def _loop(args: argparse.Namespace, session: RemoteSession, thread_id: str, exis
     try:
         return interactive._talk(args, session, thread_id, existed)  # pyright: ignore[reportPrivateUsage]
     except NoTerminalForApproval:
-        return 3
+        return EXIT_APPROVAL

@@ -313,27 +313,19 @@ class Session:
 
     def pending(self, thread_id: str) -> list[PendingApproval]:
         """Approvals a thread is waiting for (e.g. left by `fathom run` or a closed session)."""
-        return self._runner.run(self._pending(thread_id))
-
-    async def _pending(self, thread_id: str) -> list[PendingApproval]:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        async with AsyncSqliteSaver.from_conn_string(str(self.db_path)) as checkpointer:
-            agent = self._agent_factory(self.setup, checkpointer)
-            snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
-        return _pending(snapshot)
+        return _pending(self._runner.run(self._snapshot(thread_id)))
 
     def values(self, thread_id: str) -> dict[str, Any]:
         """The thread's saved state values (messages, todos...); empty for a new thread."""
-        return self._runner.run(self._values(thread_id))
+        return dict(self._runner.run(self._snapshot(thread_id)).values or {})
 
-    async def _values(self, thread_id: str) -> dict[str, Any]:
+    async def _snapshot(self, thread_id: str) -> Any:
+        """The thread's saved state, read by an agent on the threads database."""
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         async with AsyncSqliteSaver.from_conn_string(str(self.db_path)) as checkpointer:
             agent = self._agent_factory(self.setup, checkpointer)
-            snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
-        return dict(snapshot.values or {})
+            return await agent.aget_state({"configurable": {"thread_id": thread_id}})
 
 
 @contextlib.contextmanager

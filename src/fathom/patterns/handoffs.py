@@ -163,9 +163,10 @@ def _make_step_state(keys: Sequence[str]) -> type[AgentState[Any]]:
     return cast("type[AgentState[Any]]", types.new_class("StepState", (AgentState,), {}, body))
 
 
-def _handoff_info(item: BaseTool) -> dict[str, Any] | None:
+def _step_handoff(item: BaseTool) -> dict[str, Any] | None:
+    """What a `transfer_tool` records about its move; `None` for any other tool."""
     info = (item.metadata or {}).get(_HANDOFF_METADATA)
-    return info if isinstance(info, dict) else None
+    return info if isinstance(info, dict) and info.get("kind") == "step" else None
 
 
 def _with_step_prompt(base: SystemMessage | None, text: str) -> SystemMessage:
@@ -249,8 +250,8 @@ class StepMiddleware(ModelRequestRewrite, AgentMiddleware[AgentState[Any], Any, 
                         f"{step_name!r}); give them distinct names or reuse one object."
                     )
                     raise ValueError(msg)
-                info = _handoff_info(item)
-                if info and info.get("kind") == "step":
+                info = _step_handoff(item)
+                if info is not None:
                     if info.get("state_key") != self.state_key:
                         msg = (
                             f"Tool {item.name!r} in step {step_name!r} sets "
@@ -277,10 +278,8 @@ class StepMiddleware(ModelRequestRewrite, AgentMiddleware[AgentState[Any], Any, 
                 if key != "messages":
                     needed.setdefault(key, f"read by the prompt of step {step_name!r}")
             for item in step.tools:
-                info = _handoff_info(item)
-                if info and info.get("kind") == "step":
-                    for key in info.get("updates", ()):
-                        needed.setdefault(key, f"written by tool {item.name!r}")
+                for key in (_step_handoff(item) or {}).get("updates", ()):
+                    needed.setdefault(key, f"written by tool {item.name!r}")
         return needed
 
     def _resolve_schema(self, schema: type[AgentState[Any]] | None) -> type[AgentState[Any]]:

@@ -328,14 +328,17 @@ class _Router:
 
     # ---------------------------------------------------------------- classify
 
-    def _classifier_input(self, state: RouterState) -> list[BaseMessage]:
+    def _classifier_call(
+        self, state: RouterState, config: RunnableConfig
+    ) -> tuple[list[BaseMessage], RunnableConfig]:
         query = state.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ValueError(
                 "The router needs a non-empty 'query' string, e.g. "
                 "workflow.invoke({'query': 'How do I authenticate API requests?'})."
             )
-        return [SystemMessage(self.routing_prompt), HumanMessage(query)]
+        messages = [SystemMessage(self.routing_prompt), HumanMessage(query)]
+        return messages, _attributed(config, self.name)
 
     def _parse(self, output: dict[str, Any]) -> BaseModel:
         error = output.get("parsing_error")
@@ -355,8 +358,8 @@ class _Router:
             )
         return parsed
 
-    def _decide(self, state: RouterState, parsed: BaseModel) -> dict[str, Any] | Command[str]:
-        query = state["query"]
+    def _decide(self, state: RouterState, output: dict[str, Any]) -> dict[str, Any] | Command[str]:
+        parsed, query = self._parse(output), state["query"]
         if self.single:
             # the schema is built at run time (`build_classification_schema`)
             source = str(parsed.source)  # pyright: ignore[reportAttributeAccessIssue]
@@ -372,16 +375,11 @@ class _Router:
         return {"classifications": chosen, "results": Overwrite([])}
 
     def classify(self, state: RouterState, config: RunnableConfig) -> Any:
-        output = self.structured.invoke(
-            self._classifier_input(state), _attributed(config, self.name)
-        )
-        return self._decide(state, self._parse(output))
+        return self._decide(state, self.structured.invoke(*self._classifier_call(state, config)))
 
     async def aclassify(self, state: RouterState, config: RunnableConfig) -> Any:
-        output = await self.structured.ainvoke(
-            self._classifier_input(state), _attributed(config, self.name)
-        )
-        return self._decide(state, self._parse(output))
+        output = await self.structured.ainvoke(*self._classifier_call(state, config))
+        return self._decide(state, output)
 
     @staticmethod
     def route(state: RouterState) -> list[Send] | str:
@@ -431,12 +429,15 @@ class _Router:
     def _answered(self, state: RouterState) -> list[ExpertResult]:
         return [r for r in state.get("results") or [] if r["result"].strip()]
 
-    def _synthesis_input(self, state: RouterState, answered: list[ExpertResult]) -> list[Any]:
+    def _synthesis_call(
+        self, state: RouterState, answered: list[ExpertResult], config: RunnableConfig
+    ) -> tuple[list[Any], RunnableConfig]:
         blocks = [
             f"**From {self.experts[r['source']].label}:**\n{r['result']}" for r in answered
         ]
         system = self.synthesis_prompt.replace("{query}", state["query"])
-        return [SystemMessage(system), HumanMessage("\n\n".join(blocks))]
+        messages = [SystemMessage(system), HumanMessage("\n\n".join(blocks))]
+        return messages, _attributed(config, SYNTHESIZER_NAME)
 
     @staticmethod
     def _without_model(answered: list[ExpertResult]) -> dict[str, str] | None:
@@ -450,18 +451,14 @@ class _Router:
         answered = self._answered(state)
         if (done := self._without_model(answered)) is not None:
             return done
-        response = self.synthesizer.invoke(
-            self._synthesis_input(state, answered), _attributed(config, SYNTHESIZER_NAME)
-        )
+        response = self.synthesizer.invoke(*self._synthesis_call(state, answered, config))
         return {"final_answer": response.text}
 
     async def asynthesize(self, state: RouterState, config: RunnableConfig) -> dict[str, str]:
         answered = self._answered(state)
         if (done := self._without_model(answered)) is not None:
             return done
-        response = await self.synthesizer.ainvoke(
-            self._synthesis_input(state, answered), _attributed(config, SYNTHESIZER_NAME)
-        )
+        response = await self.synthesizer.ainvoke(*self._synthesis_call(state, answered, config))
         return {"final_answer": response.text}
 
 

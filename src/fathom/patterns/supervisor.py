@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -161,15 +162,21 @@ def _child_config(runtime: ToolRuntime, label: str) -> RunnableConfig:
     return config
 
 
-def _no_checkpointer_error(config: RunnableConfig, label: str) -> RuntimeError | None:
-    if (config.get(CONF) or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
-        return None
-    return RuntimeError(
-        f"Subagent {label!r} paused for human input (an interrupt), but the supervisor has "
-        "no checkpointer, so the run could never be resumed. Pass a checkpointer to the "
-        "supervisor (create_supervisor(..., checkpointer=InMemorySaver()) or a SQLite/"
-        "Postgres saver) and invoke it with a thread_id; the subagents need none of their own."
-    )
+@contextmanager
+def _resumable(config: RunnableConfig, label: str) -> Iterator[None]:
+    """Let a subagent's interrupt through only where the supervisor can resume it."""
+    try:
+        yield
+    except GraphInterrupt:
+        if (config.get(CONF) or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
+            raise
+        raise RuntimeError(
+            f"Subagent {label!r} paused for human input (an interrupt), but the supervisor has "
+            "no checkpointer, so the run could never be resumed. Pass a checkpointer to the "
+            "supervisor (create_supervisor(..., checkpointer=InMemorySaver()) or a SQLite/"
+            "Postgres saver) and invoke it with a thread_id; the subagents need none of their "
+            "own."
+        ) from None
 
 
 def _failure(tool_name: str, label: str, call_id: str | None, error: Exception) -> ToolMessage:
@@ -197,31 +204,21 @@ class _Runner:
         return {"messages": [HumanMessage(content=text)]}, _child_config(runtime, self.label)
 
     def _answer(self, runtime: ToolRuntime, result: Any) -> ToolMessage:
+        if isinstance(result, Failure):
+            return _failure(self.tool_name, self.label, runtime.tool_call_id, result.error)
         content = subagent_answer(result if isinstance(result, Mapping) else {})
         return ToolMessage(content=content, tool_call_id=runtime.tool_call_id, name=self.tool_name)
 
     def run(self, runtime: ToolRuntime, request: str) -> ToolMessage:
         payload, config = self._prepare(runtime, request)
-        try:
+        with _resumable(config, self.label):
             result = attempt(lambda: self.spec.agent.invoke(payload, config), self.label)
-        except GraphInterrupt:
-            if error := _no_checkpointer_error(config, self.label):
-                raise error from None
-            raise
-        if isinstance(result, Failure):
-            return _failure(self.tool_name, self.label, runtime.tool_call_id, result.error)
         return self._answer(runtime, result)
 
     async def arun(self, runtime: ToolRuntime, request: str) -> ToolMessage:
         payload, config = self._prepare(runtime, request)
-        try:
+        with _resumable(config, self.label):
             result = await aattempt(self.spec.agent.ainvoke(payload, config), self.label)
-        except GraphInterrupt:
-            if error := _no_checkpointer_error(config, self.label):
-                raise error from None
-            raise
-        if isinstance(result, Failure):
-            return _failure(self.tool_name, self.label, runtime.tool_call_id, result.error)
         return self._answer(runtime, result)
 
 
