@@ -31,6 +31,7 @@ from fathom.backends.utils import (
     pattern_error,
     read_window,
     text_view,
+    too_large,
 )
 from fathom.errors import FathomError
 
@@ -896,12 +897,8 @@ class FilesystemBackend(protocol.BackendProtocol):
         data = self._encode(content, "content", target.shown)
         if isinstance(data, BackendError):
             return protocol.WriteResult(error=data)
-        if len(data) > MAX_EDIT_BYTES:
-            return protocol.WriteResult(
-                error=BackendError(
-                    ErrorKind.TOO_LARGE, target.shown, count=len(data), limit=MAX_EDIT_BYTES
-                )
-            )
+        if failure := too_large(target.shown, len(data)):
+            return protocol.WriteResult(error=failure)
         error = self._put(target, data)
         if error is not None:
             return protocol.WriteResult(error=error)
@@ -989,12 +986,8 @@ class FilesystemBackend(protocol.BackendProtocol):
             return result
         new_text, occurrences = result
         data = new_text.encode("utf-8")
-        if len(data) > MAX_EDIT_BYTES:
-            return protocol.EditResult(
-                error=BackendError(
-                    ErrorKind.TOO_LARGE, shown, count=len(data), limit=MAX_EDIT_BYTES
-                )
-            )
+        if failure := too_large(shown, len(data)):
+            return protocol.EditResult(error=failure)
         try:
             keep = stat.S_IMODE(before.st_mode)
             changed = not self._replace(dir_fd, name, data, mode=0o600, keep=keep, before=before)
