@@ -31,6 +31,7 @@ from fathom.backends.utils import (
     pattern_error,
     read_window,
     text_view,
+    too_large,
 )
 from fathom.errors import FathomError
 
@@ -896,12 +897,8 @@ class FilesystemBackend(protocol.BackendProtocol):
         data = self._encode(content, "content", target.shown)
         if isinstance(data, BackendError):
             return protocol.WriteResult(error=data)
-        if len(data) > MAX_EDIT_BYTES:
-            return protocol.WriteResult(
-                error=BackendError(
-                    ErrorKind.TOO_LARGE, target.shown, count=len(data), limit=MAX_EDIT_BYTES
-                )
-            )
+        if failure := too_large(target.shown, len(data)):
+            return protocol.WriteResult(error=failure)
         error = self._put(target, data)
         if error is not None:
             return protocol.WriteResult(error=error)
@@ -930,23 +927,7 @@ class FilesystemBackend(protocol.BackendProtocol):
                     if stat.S_ISDIR(st.st_mode):
                         return BackendError(ErrorKind.IS_DIRECTORY, target.shown)
                     old = stat.S_IMODE(st.st_mode)
-                fd, temp = self._temp_file(dir_fd, mode)
-                pending: str | None = temp
-                try:
-                    try:
-                        _write_all(fd, data)
-                        if keep_mode and old is not None:
-                            os.fchmod(fd, old)
-                        self._own(fd)
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                    os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                    pending = None
-                    _fsync_dir(dir_fd)
-                    self._sweep_stale_temps(dir_fd)
-                finally:
-                    _unlink_at(dir_fd, pending)
+                self._replace(dir_fd, name, data, mode=mode, keep=old if keep_mode else None)
         except Escape:
             return _outside(target.shown)
         except FileExistsError:  # a parent to make is a file
@@ -1005,48 +986,52 @@ class FilesystemBackend(protocol.BackendProtocol):
             return result
         new_text, occurrences = result
         data = new_text.encode("utf-8")
-        if len(data) > MAX_EDIT_BYTES:
-            return protocol.EditResult(
-                error=BackendError(
-                    ErrorKind.TOO_LARGE, shown, count=len(data), limit=MAX_EDIT_BYTES
-                )
-            )
+        if failure := too_large(shown, len(data)):
+            return protocol.EditResult(error=failure)
         try:
-            changed = self._replace(dir_fd, name, data, before)
+            keep = stat.S_IMODE(before.st_mode)
+            changed = not self._replace(dir_fd, name, data, mode=0o600, keep=keep, before=before)
         except OSError as failure:
             return protocol.EditResult(error=_os_error(shown, failure))
         if changed:
             return protocol.EditResult(error=BackendError(ErrorKind.CHANGED, shown))
         return protocol.EditResult(path=shown, files_update=None, occurrences=occurrences)
 
-    def _replace(self, dir_fd: int, name: str, data: bytes, before: os.stat_result) -> bool:
-        """Atomically replace `name` in `dir_fd` with `data`, keeping its mode; `True` when
-        it was not replaced because the file changed on disk since it was read.
+    def _replace(
+        self, dir_fd: int, name: str, data: bytes, *,
+        mode: int, keep: int | None, before: os.stat_result | None = None,
+    ) -> bool:
+        """Atomically replace `name` in `dir_fd` with `data`: a temporary file (created with
+        `mode`, then given the permission bits `keep` when set, and `file_owner`) is synced
+        and renamed over it. `False` when it was not replaced because the file no longer
+        matches `before` (when given): it changed on disk since it was read.
 
         Raises `OSError`; the temporary file is removed whatever happens.
         """
-        fd, temp = self._temp_file(dir_fd, 0o600)
+        fd, temp = self._temp_file(dir_fd, mode)
         pending: str | None = temp
         try:
             try:
                 _write_all(fd, data)
-                os.fchmod(fd, stat.S_IMODE(before.st_mode))
+                if keep is not None:
+                    os.fchmod(fd, keep)
                 self._own(fd)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if (now.st_ino, now.st_size, now.st_mtime_ns) != (
-                before.st_ino,
-                before.st_size,
-                before.st_mtime_ns,
-            ):
-                return True
+            if before is not None:
+                now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if (now.st_ino, now.st_size, now.st_mtime_ns) != (
+                    before.st_ino,
+                    before.st_size,
+                    before.st_mtime_ns,
+                ):
+                    return False
             os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             pending = None
             _fsync_dir(dir_fd)
             self._sweep_stale_temps(dir_fd)
-            return False
+            return True
         finally:
             _unlink_at(dir_fd, pending)
 

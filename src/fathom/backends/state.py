@@ -15,7 +15,6 @@ from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import UploadResults
 from fathom.backends.utils import (
-    MAX_EDIT_BYTES,
     create_file_data,
     delete_target,
     edit_text,
@@ -25,6 +24,7 @@ from fathom.backends.utils import (
     pattern_error,
     read_window,
     text_view,
+    too_large,
     update_file_data,
 )
 from fathom.state import FileData, FilesUpdate
@@ -205,11 +205,8 @@ class StateBackend(BackendBase):
         blocking = next((parent for parent in parents if parent in self.files), None)
         if blocking is not None:
             return protocol.WriteResult(error=BackendError(ErrorKind.NOT_A_DIRECTORY, blocking))
-        size = len(content.encode("utf-8", "replace"))
-        if size > MAX_EDIT_BYTES:
-            return protocol.WriteResult(
-                error=BackendError(ErrorKind.TOO_LARGE, path, count=size, limit=MAX_EDIT_BYTES)
-            )
+        if failure := too_large(path, len(content.encode("utf-8", "replace"))):
+            return protocol.WriteResult(error=failure)
         previous = self.files.get(path)
         created_at = previous.get("created_at") if previous else None
         return protocol.WriteResult(

@@ -38,6 +38,7 @@ __all__ = [
     "pattern_error",
     "read_window",
     "text_view",
+    "too_large",
     "update_file_data",
 ]
 
@@ -180,6 +181,13 @@ def invalid_path(raw: object, error: PathError) -> BackendError:
     return BackendError(ErrorKind.INVALID, raw if isinstance(raw, str) else None, error.reason)
 
 
+def too_large(path: str | None, size: int, detail: str | None = None) -> BackendError | None:
+    """The `TOO_LARGE` error when `size` bytes are over `MAX_EDIT_BYTES`, else `None`."""
+    if size <= MAX_EDIT_BYTES:
+        return None
+    return BackendError(ErrorKind.TOO_LARGE, path, detail, count=size, limit=MAX_EDIT_BYTES)
+
+
 def delete_target(file_path: str) -> str | DeleteResult:
     """`file_path` normalised for `delete`, or the refusal: a path `normalize_path` refuses,
     or `/` itself (deleting every file in one call is never what a model means)."""
@@ -310,20 +318,13 @@ def edit_text(
         return EditResult(error=BackendError(ErrorKind.BINARY, path))
     if view.lossy:
         return EditResult(error=BackendError(ErrorKind.BINARY, path, "not valid UTF-8"))
-    if view.size > MAX_EDIT_BYTES:
-        return EditResult(
-            error=BackendError(ErrorKind.TOO_LARGE, path, count=view.size, limit=MAX_EDIT_BYTES)
-        )
+    if failure := too_large(path, view.size):
+        return EditResult(error=failure)
     outcome = apply_edit(path, view.text, old_string, new_string, replace_all)
     if isinstance(outcome, EditResult):
         return outcome
-    new_size = len(outcome[0].encode("utf-8"))
-    if new_size > MAX_EDIT_BYTES:
-        return EditResult(
-            error=BackendError(
-                ErrorKind.TOO_LARGE, path, "after the edit", count=new_size, limit=MAX_EDIT_BYTES
-            )
-        )
+    if failure := too_large(path, len(outcome[0].encode("utf-8")), "after the edit"):
+        return EditResult(error=failure)
     return outcome
 
 

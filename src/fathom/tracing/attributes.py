@@ -100,14 +100,12 @@ def token_attributes(usage: Mapping[str, Any]) -> dict[str, int]:
         SpanAttributes.LLM_TOKEN_COUNT_TOTAL: int(usage.get("total_tokens") or prompt + completion),
     }
     details = usage.get("input_token_details") or {}
-    if details.get("cache_read"):
-        attributes[SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ] = int(
-            details["cache_read"]
-        )
-    if details.get("cache_creation"):
-        attributes[SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_WRITE] = int(
-            details["cache_creation"]
-        )
+    for key, name in (
+        ("cache_read", SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ),
+        ("cache_creation", SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_WRITE),
+    ):
+        if details.get(key):
+            attributes[name] = int(details[key])
     return attributes
 
 
