@@ -101,7 +101,7 @@ async def test_pool_runs_at_most_jobs_runs_at_once() -> None:
     assert app.state.fathom.runs.max_active_seen == 2
 
 
-async def test_runs_left_running_by_a_dead_server_are_marked_error_on_restart(
+async def test_runs_a_dead_server_left_running_and_queued_resume_under_their_run_ids(
     tmp_path: Path,
 ) -> None:
     gate = GatedGraph()
@@ -114,16 +114,24 @@ async def test_runs_left_running_by_a_dead_server_are_marked_error_on_restart(
         dead = create_app({"g": gate.graph()}, checkpointer=saver, store=store)
         client = in_process_client(dead)
         tid = (await client.threads.create())["thread_id"]
-        run = await client.runs.create(tid, "g", input={"x": 1})
+        running = await client.runs.create(tid, "g", input={"x": 1})
         await until(lambda: gate.started == [1], "run to start")
-        # A second server on the same storage plays the restarted one: the first never ends
-        # its run (as if killed); only its task is cleaned up at the end of the test.
+        queued = await client.runs.create(tid, "g", input={"x": 5})
+        # The first server dies: its run stops and it records nothing more, as after kill -9.
+        dead_runs = dead.state.fathom.runs
+        dead_runs._give_up({running["run_id"], queued["run_id"]})  # pyright: ignore[reportPrivateUsage]
+        await until(lambda: gate.cancelled == 1 and not dead_runs.active_count, "the runs to stop")
+        # A second server on the same storage plays the restarted one.
         fresh = in_process_client(create_app({"g": gate.graph()}, checkpointer=saver, store=store))
-        assert (await fresh.runs.get(tid, run["run_id"]))["status"] == "error"
-        thread = await fresh.threads.get(tid)
-        assert thread["status"] == "error" and "server stopped" in thread["error"]["message"]
+        assert (await fresh.threads.get(tid))["status"] == "busy"
+        await until(lambda: gate.started == [1, 1], "the restarted server to resume the run")
         gate.release.set()
-        await fresh.runs.wait(tid, "g", input={"x": 5})
+        assert await fresh.runs.join(tid, running["run_id"]) == {"x": 2, "seen": [1]}
+        assert await fresh.runs.join(tid, queued["run_id"]) == {"x": 6, "seen": [1, 5]}
+        for run in (running, queued):
+            assert (await fresh.runs.get(tid, run["run_id"]))["status"] == "success"
+        assert (await fresh.threads.get(tid))["status"] == "idle"
+        assert gate.started == [1, 1, 5]
         await dead.state.fathom.runs.shutdown()
 
 

@@ -1,9 +1,9 @@
 """`fathom serve` killed with SIGKILL mid-run, then restarted on the same `.fathom/` storage.
 
-What fathom documents (`fathom.server.execution.manager`): a run a dead server left
-`pending` or `running` is marked `error` on start-up and its thread `error`; the thread's
-checkpoints stay intact, so a run with no new input continues from the last checkpoint.
-Only fathom persists across a restart (`langgraph dev` keeps everything in memory).
+What fathom documents (`fathom.server.execution.manager`): the runs a dead server left
+`running` resume from their last checkpoint under their own `run_id`, and those it left
+queued simply start, in order. Only fathom persists across a restart (`langgraph dev` keeps
+everything in memory).
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ def workdir(tmp_path: Path) -> Path:
     return copy_deployment(tmp_path / "deploy")
 
 
-async def test_run_killed_with_the_server_is_marked_error_and_the_checkpoint_survives(
+async def test_running_and_queued_runs_killed_with_the_server_finish_after_a_restart(
     workdir: Path, new_gate: Callable[[], Gate]
 ) -> None:
     first = ServerProcess(kind="fathom", workdir=workdir)
     first.start()
-    opened, gate = new_gate(), new_gate()
+    opened, gate, later = new_gate(), new_gate(), new_gate()
     opened.release()
+    later.release()
     try:
         client = get_client(url=first.url, api_key=None)
         thread = await client.threads.create(metadata={"purpose": "restart"})
@@ -38,6 +39,8 @@ async def test_run_killed_with_the_server_is_marked_error_and_the_checkpoint_sur
         await client.runs.wait(thread_id, "gated", input=opened.input("before"))
         doomed = await client.runs.create(thread_id, "gated", input=gate.input("held"))
         await wait_started(gate)
+        queued = await client.runs.create(thread_id, "gated", input=later.input("queued"),
+                                          multitask_strategy="enqueue")  # fmt: skip
 
         async def checkpointed() -> bool:
             # LangGraph saves the checkpoint in the background while the node starts, so
@@ -45,29 +48,32 @@ async def test_run_killed_with_the_server_is_marked_error_and_the_checkpoint_sur
             return (await client.threads.get_state(thread_id))["next"] == ["wait_at_gate"]
 
         await eventually(checkpointed, "the held run's checkpoint to be saved")
+        assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "pending"
         await client.http.client.aclose()
     finally:
         first.kill()
     assert (workdir / ".fathom").is_dir()
+    (gate.path / "started").unlink()  # the resumed run creates it again when its node re-runs
 
     second = ServerProcess(kind="fathom", workdir=workdir)
     second.start()
     try:
         client = get_client(url=second.url, api_key=None)
-        run = await client.runs.get(thread_id, doomed["run_id"])
-        assert run["status"] == "error"
-        restored = await client.threads.get(thread_id)
-        assert restored["status"] == "error"
-        assert restored["metadata"]["purpose"] == "restart"
-        state = await client.threads.get_state(thread_id)
-        assert contents(state["values"]) == ["before", "released: before", "held"]
-        assert state["next"] == ["wait_at_gate"]
-
+        await wait_started(gate)  # the restarted server resumed the held run: its node re-ran
+        assert (await client.runs.get(thread_id, doomed["run_id"]))["status"] == "running"
+        assert (await client.threads.get(thread_id))["status"] == "busy"
         gate.release()
-        resumed = await client.runs.wait(thread_id, "gated", input=None)
+        await client.runs.join(thread_id, doomed["run_id"])
+        final = await client.runs.join(thread_id, queued["run_id"])
 
-        assert contents(resumed) == ["before", "released: before", "held", "released: held"]
-        assert (await client.threads.get(thread_id))["status"] == "idle"
+        assert contents(final) == [
+            "before", "released: before", "held", "released: held", "queued", "released: queued"
+        ]  # fmt: skip
+        for run in (doomed, queued):
+            assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "success"
+        restored = await client.threads.get(thread_id)
+        assert restored["status"] == "idle"
+        assert restored["metadata"]["purpose"] == "restart"
         await client.http.client.aclose()
     finally:
         second.stop()

@@ -51,6 +51,8 @@ def create_app(
     cors_origins: Sequence[str] = (),
     max_body_bytes: int = 10 * 1024 * 1024,
     routes: Sequence[BaseRoute] = (),
+    replica_database: str | None = None,
+    lease_seconds: float = 30.0,
 ) -> Starlette:
     """An ASGI app serving ``graphs`` over the LangGraph Platform / Agent Protocol API.
 
@@ -60,14 +62,25 @@ def create_app(
     the other protocols' (``fathom.protocols.server_routes()``: A2A at
     ``/a2a/{assistant_id}``, which ``fathom serve`` always adds). The server object is
     ``app.state.fathom``.
+
+    ``replica_database``, a PostgreSQL URL (the one ``checkpointer`` and ``store`` use), makes
+    this server one of any number of replicas: runs go through a queue in that database, any
+    replica claims them, and a dead replica's runs are resumed by another once their lease of
+    ``lease_seconds`` expires (``fathom.server.execution.replicas``). Without it, this server
+    runs its runs itself and must be the only one on its storage.
     """
     checkpointer = checkpointer if checkpointer is not None else InMemorySaver()
     store = store if store is not None else InMemoryStore()
     registry = GraphRegistry(graphs, checkpointer, store)
-    records = RecordStore(store)
-    server = FathomServer(
-        registry, checkpointer, store, records, RunManager(registry, records, checkpointer, jobs)
-    )
+    queue = None
+    if replica_database is not None:
+        from fathom.server.execution.replicas import PostgresRunQueue
+
+        queue = PostgresRunQueue(replica_database, lease_seconds=lease_seconds)
+    # Replicas write each other's thread records: none may keep copies of them.
+    records = RecordStore(store, cache_threads=queue is None)
+    manager = RunManager(registry, records, checkpointer, jobs, queue)
+    server = FathomServer(registry, checkpointer, store, records, manager)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

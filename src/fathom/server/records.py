@@ -5,11 +5,11 @@ SQLite and Postgres stores all keep them with no extra tables, and a new server 
 same storage sees every thread and run. The ``/store/*`` routes refuse and hide that prefix.
 Thread *values* are not copied here: they are read from the checkpointer when asked for.
 
-Each server is the only writer of its records, so recently used thread records are also kept
-in memory (a bounded cache, written through to the store): reading a thread does not go back to
-the store. Several records written together (a run and its thread) go in one store batch,
-which the SQL stores commit as one transaction. Records never expire, whatever default TTL the
-store has: a thread's record lives as long as its checkpoints.
+A server that is the only writer of its records (not a replica) also keeps recently used
+thread records in memory (a bounded cache, written through to the store): reading a thread
+does not go back to the store. Several records written together (a run and its thread) go
+in one store batch, which the SQL stores commit as one transaction. Records never expire,
+whatever default TTL the store has: a thread's record lives as long as its checkpoints.
 """
 
 from __future__ import annotations
@@ -41,11 +41,15 @@ def now_iso() -> str:
 class RecordStore:
     """CRUD over thread and run records (plain JSON dicts)."""
 
-    def __init__(self, store: BaseStore) -> None:
+    def __init__(self, store: BaseStore, *, cache_threads: bool = True) -> None:
+        """``cache_threads=False`` when other servers write the same records (replicas)."""
         self.store = store
         self._threads: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._cache = cache_threads
 
     def _remember(self, thread: dict[str, Any]) -> None:
+        if not self._cache:
+            return
         self._threads[thread["thread_id"]] = copy.deepcopy(thread)
         self._threads.move_to_end(thread["thread_id"])
         while len(self._threads) > _CACHED_THREADS:

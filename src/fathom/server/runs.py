@@ -168,7 +168,7 @@ async def _events(
     after: int,
     cancel_on_disconnect: bool,
 ) -> AsyncIterator[bytes]:
-    stream = server.runs.stream(run["run_id"])
+    stream = await server.runs.stream(run["run_id"])
     if stream is None:
         return
     finished = False
@@ -178,7 +178,7 @@ async def _events(
         finished = True
     finally:
         if not finished and cancel_on_disconnect:
-            server.runs.cancel(run["run_id"])
+            await server.runs.cancel(run["run_id"])
 
 
 def _last_event_id(request: Request) -> int:
@@ -281,7 +281,7 @@ async def cancel(request: Request) -> Response:
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise Unprocessable("'action' must be 'interrupt' or 'rollback'")
-    if not server.runs.cancel(run["run_id"], action):
+    if not await server.runs.cancel(run["run_id"], action):
         raise NotFound(
             f"Run {run['run_id']} is not active (status {run['status']}): nothing to cancel"
         )
@@ -294,7 +294,7 @@ async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}/runs/{run_id}``: an active run is cancelled first."""
     server = await server_of(request)
     run = await _run(server, request, True)
-    if server.runs.cancel(run["run_id"]):
+    if await server.runs.cancel(run["run_id"]):
         await server.runs.wait(run["run_id"])
     await server.records.delete_run(run["run_id"])
     return Response(status_code=204)
@@ -342,7 +342,7 @@ async def cancel_many(request: Request) -> Response:
     )
     for run in candidates:
         if run["status"] in wanted and (run_ids is None or run["run_id"] in run_ids):
-            server.runs.cancel(run["run_id"], action)
+            await server.runs.cancel(run["run_id"], action)
     return Response(status_code=204)
 
 

@@ -150,6 +150,7 @@ async def serve(options: ServeOptions) -> None:
             cors_origins=origins,
             max_body_bytes=options.max_body_bytes,
             routes=options.routes,
+            replica_database=_postgres_url(options.database),
         )
         server = uvicorn.Server(uvicorn.Config(
             app, host=options.host, port=options.port, log_level=options.log_level,
@@ -174,6 +175,13 @@ async def serve(options: ServeOptions) -> None:
         if not server.started or exit_code:
             raise ServeError(f"the server could not start on {options.host}:{options.port} "
                              "(see the error above); is the port in use?")  # fmt: skip
+
+
+def _postgres_url(database: str | None) -> str | None:
+    """The URL replicas share their run queue through: a PostgreSQL `--database`, else None."""
+    if database and database.startswith(("postgresql://", "postgres://")):
+        return database
+    return None
 
 
 async def _serve_catching_exit(server: Any) -> int | str | None:

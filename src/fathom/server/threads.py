@@ -100,8 +100,8 @@ async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: cancels its runs, drops records and checkpoints."""
     server = await server_of(request)
     thread = await server.thread(request.path_params["thread_id"])
-    for run_id in server.runs.active_runs(thread["thread_id"]):
-        server.runs.cancel(run_id)
+    for run_id in await server.runs.active_runs(thread["thread_id"]):
+        await server.runs.cancel(run_id)
         await server.runs.wait(run_id)
     await server.records.delete_thread(thread["thread_id"])
     await server.checkpointer.adelete_thread(thread["thread_id"])
@@ -190,7 +190,7 @@ async def update_state(request: Request) -> Response:
     """``POST /threads/{id}/state``: ``values``, ``as_node``, ``checkpoint``/``checkpoint_id``."""
     server = await server_of(request)
     thread = await server.thread(request.path_params["thread_id"])
-    if server.runs.active_runs(thread["thread_id"]):
+    if await server.runs.active_runs(thread["thread_id"]):
         raise Conflict("Thread is busy; update its state when its runs have finished")
     body = await read_json(request)
     checkpoint = opt_dict(body, "checkpoint") or {}

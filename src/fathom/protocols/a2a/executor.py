@@ -173,7 +173,7 @@ class FathomAgentExecutor(AgentExecutor):
         try:
             output = await self.server.runs.output(run)
         except asyncio.CancelledError:
-            self.server.runs.cancel(run["run_id"])
+            await self.server.runs.cancel(run["run_id"])
             raise
         finally:
             if self._runs.get(task_id) == run["run_id"]:
@@ -232,9 +232,9 @@ class FathomAgentExecutor(AgentExecutor):
         task_id, context_id = context.task_id, context.context_id
         assert task_id is not None and context_id is not None
         run_id = self._runs.get(task_id)
-        if run_id is not None and self.server.runs.is_active(run_id):
+        if run_id is not None and await self.server.runs.is_active(run_id):
             self._cancelling.add(task_id)
-            self.server.runs.cancel(run_id)
+            await self.server.runs.cancel(run_id)
             await self.server.runs.wait(run_id)
         thread_id = thread_for_context(context_id)
         if self._waiting.get(thread_id) == task_id:

@@ -8,26 +8,51 @@ event after ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from typing import Any
 
 from fathom.server.serde import dumps
 
-__all__ = ["RunStream"]
+__all__ = ["RunStream", "wanted"]
+
+Sink = Callable[[str, int, str, bytes], None]
+"""Told of every event as it is published: ``(run_id, index, event, data)``."""
+
+
+def wanted(event: str, modes: Collection[str] | None) -> bool:
+    """Whether a listener asking for ``modes`` (None: all) gets ``event``.
+
+    An event passes when its base name (before ``|``) is asked for; ``metadata`` and ``error``
+    always pass, and every ``messages/...`` event passes for ``messages``.
+    """
+    base = event.split("|", 1)[0]
+    return (
+        modes is None
+        or base in modes
+        or base in ("metadata", "error")
+        or (base.startswith("messages") and "messages" in modes)
+    )
 
 
 class RunStream:
     """The events of one run, appended by the executor and read by SSE responses."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(
+        self, run_id: str, *, earlier: Sequence[tuple[str, bytes]] = (), sink: Sink | None = None
+    ) -> None:
         self.run_id = run_id
-        self.events: list[tuple[str, bytes]] = []
+        self.events: list[tuple[str, bytes]] = list(earlier)
+        """Every event so far; ``earlier`` are those of a previous attempt of the run."""
+        self._sink = sink
         self.done = False
         self._changed = asyncio.Event()
 
     def publish(self, event: str, data: Any) -> None:
         """Append an event; ``data`` is encoded now so later mutation cannot change it."""
-        self.events.append((event, dumps(data)))
+        encoded = dumps(data)
+        self.events.append((event, encoded))
+        if self._sink is not None:
+            self._sink(self.run_id, len(self.events) - 1, event, encoded)
         self._wake()
 
     def close(self) -> None:
@@ -44,20 +69,13 @@ class RunStream:
     ) -> AsyncIterator[tuple[int, str, bytes]]:
         """Yield ``(index, event, data)`` from index ``after + 1`` until the run ends.
 
-        ``modes`` keeps only events whose base name (before ``|``) is listed; ``metadata`` and
-        ``error`` always pass.
+        ``modes`` keeps only the events ``wanted`` lets through.
         """
         index = after + 1
         while True:
             while index < len(self.events):
                 event, data = self.events[index]
-                base = event.split("|", 1)[0]
-                if (
-                    modes is None
-                    or base in modes
-                    or base in ("metadata", "error")
-                    or (base.startswith("messages") and "messages" in modes)
-                ):
+                if wanted(event, modes):
                     yield index, event, data
                 index += 1
             if self.done:

@@ -23,11 +23,17 @@
   the checkpoint. The checkpoint a ``rollback`` returns to is looked up only when a rollback
   happens: it is the parent of the run's first checkpoint (found by the ``run_id`` LangGraph
   writes into each checkpoint's metadata).
-* **Recovery**: on start-up, runs that a previous server left ``pending`` or ``running`` are
-  marked ``error`` (``"server stopped before the run finished"``) and their threads
-  ``error``; they are not resumed. The thread's checkpoints are left intact, so a new run (or a
-  ``command``) continues from the last checkpoint. A server that shuts down cleanly (the
-  ASGI lifespan ends) cancels its active runs first; they are recorded ``interrupted``.
+* **Recovery**: on start-up, the runs a dead server left ``pending`` or ``running`` start
+  again, oldest first, under their own ``run_id``: a run that never started simply starts;
+  one that had started resumes from its last checkpoint (``fathom.runs.has_unfinished_step``
+  decides, from the pending tasks and their saved writes), and one whose graph had already
+  finished is only recorded. A server that shuts down cleanly (the ASGI lifespan ends)
+  cancels its active runs first; they are recorded ``interrupted``.
+* **Replicas** (with a ``PostgresRunQueue``, see ``replicas``): runs are not started by the
+  server that admitted them but claimed from the shared queue by any server with a free
+  slot; admission, cancellation, joins and streams work across servers, a dead server's runs
+  are resumed by another one once their lease expires, and a clean shutdown hands its runs
+  back to the queue instead of interrupting them.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from langchain_core.runnables import RunnableConfig
@@ -47,6 +54,7 @@ from langgraph.types import StateSnapshot
 
 from fathom.cache_metrics import PREFIX_METADATA_KEY, PrefixRecorder, merge_metadata
 from fathom.hosting.loopback import run_context
+from fathom.runs import has_unfinished_step
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
 from fathom.server.execution.locks import KeyedLocks
@@ -56,6 +64,9 @@ from fathom.server.records import RecordStore, now_iso
 from fathom.server.serde import to_jsonable
 from fathom.server.snapshots import is_interrupted
 
+if TYPE_CHECKING:
+    from fathom.server.execution.replicas import Claim, PostgresRunQueue, SharedRunStream
+
 __all__ = ["RunManager"]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +75,7 @@ _KEEP_FINISHED = 512
 _UNREAD: Any = object()  # the run never read the thread's checkpoint: nothing to roll back
 _LOOK_UP: Any = object()  # find the checkpoint before the run only if a rollback needs it
 _ACTIVE = ("pending", "running")
+_FINISHED: Any = object()  # a resumed run whose graph had already finished: only record it
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:
@@ -88,7 +100,9 @@ class RunManager:
         records: RecordStore,
         checkpointer: BaseCheckpointSaver[Any],
         jobs: int,
+        queue: PostgresRunQueue | None = None,
     ) -> None:
+        """``queue``: the run queue shared with other servers; None runs everything here."""
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
         self.registry = registry
@@ -111,57 +125,86 @@ class RunManager:
         self._queued: set[str] = set()  # admitted behind another run of their thread
         self._background: set[asyncio.Future[None]] = set()
         self._started: asyncio.Task[None] | None = None
+        self.queue = queue
+        self._held: set[str] = set()  # claimed runs whose slot the dispatcher took for them
+        self._lost: set[str] = set()  # runs another server owns now: record nothing for them
+        self._dispatcher: asyncio.Task[None] | None = None
+        if queue is not None:
+            queue.on_cancel = self._cancel_here
+            queue.on_lost = self._give_up
 
     # lifecycle
     async def start(self) -> None:
-        """Recover runs a dead server left behind; idempotent and safe to call concurrently."""
+        """Resume the runs a dead server left behind, or join the shared queue; idempotent and
+        safe to call concurrently."""
         if self._started is None:
-            self._started = asyncio.ensure_future(self._recover())
+            self._started = asyncio.ensure_future(self._begin())
         await asyncio.shield(self._started)
 
+    async def _begin(self) -> None:
+        if self.queue is None:
+            await self._recover()
+            return
+        await self.queue.open()
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="fathom-run-dispatch")
+
     async def _recover(self) -> None:
-        for status in _ACTIVE:
-            for run in await self.records.list_runs(status=status):
-                if run["run_id"] in self._tasks:
-                    continue
-                logger.warning(
-                    "run %s was %s when the server stopped; marking it error", run["run_id"], status
-                )
-                run["status"] = "error"
-                await self.records.put_run(run)
-                thread = await self.records.get_thread(run["thread_id"])
-                if thread is not None:
-                    thread["status"] = "error"
-                    thread["error"] = {
-                        "error": "ServerRestarted",
-                        "message": "server stopped before the run finished",
-                    }
-                    thread["updated_at"] = now_iso()
-                    await self.records.put_thread(thread)
+        left = [run for status in _ACTIVE for run in await self.records.list_runs(status=status)]
+        left.sort(key=lambda run: run["created_at"])
+        for run in left:
+            if run["run_id"] in self._tasks:
+                continue
+            if await self.records.get_thread(run["thread_id"]) is None:
+                continue  # its thread was deleted: nothing to resume into
+            logger.warning("run %s was %s when the server stopped; resuming it",
+                           run["run_id"], run["status"])  # fmt: skip
+            self._launch(run, 2 if run["status"] == "running" else 1)
 
     async def shutdown(self) -> None:
-        """Cancel every active run (recorded ``interrupted``) and wait for their tasks."""
+        """Cancel every active run (recorded ``interrupted``, or handed back to the shared
+        queue) and wait for their tasks."""
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._dispatcher
+        handed = list(self._tasks) if self.queue is not None else []
+        self._lost.update(handed)
         tasks = list(self._tasks.values())
         for run_id in list(self._tasks):
-            self.cancel(run_id)
+            self._cancel_here(run_id)
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         for pending in list(self._background):
             with contextlib.suppress(BaseException):
                 await pending
+        if self.queue is not None:
+            await self.queue.release(handed)
+            await self.queue.close()
 
     # queries
-    def active_runs(self, thread_id: str) -> list[str]:
-        """Ids of the thread's pending and running runs, oldest first."""
+    async def active_runs(self, thread_id: str) -> list[str]:
+        """Ids of the thread's pending and running runs (on every server), oldest first."""
+        if self.queue is not None:
+            return await self.queue.active_runs(thread_id)
         return list(self._thread_runs.get(thread_id, []))
 
-    def stream(self, run_id: str) -> RunStream | None:
-        """The live or recently finished event stream of ``run_id``."""
-        return self._streams.get(run_id) or self._finished_streams.get(run_id)
+    async def stream(self, run_id: str) -> RunStream | SharedRunStream | None:
+        """The live or recently finished event stream of ``run_id``, wherever it runs."""
+        local = self._streams.get(run_id) or self._finished_streams.get(run_id)
+        if local is not None or self.queue is None:
+            return local
+        from fathom.server.execution.replicas import SharedRunStream
 
-    def is_active(self, run_id: str) -> bool:
-        return run_id in self._tasks
+        if await self.queue.is_queued(run_id) or await self.queue.has_events(run_id):
+            return SharedRunStream(self.queue, run_id)
+        return None
+
+    async def is_active(self, run_id: str) -> bool:
+        """Whether ``run_id`` is pending or running (on any server)."""
+        if run_id in self._tasks:
+            return True
+        return self.queue is not None and await self.queue.is_queued(run_id)
 
     async def thread_state_status(self, thread: dict[str, Any]) -> str:
         """``interrupted`` if the thread's graph is waiting on a node, else ``idle``."""
@@ -184,54 +227,117 @@ class RunManager:
 
     # admission
     async def submit(self, run: dict[str, Any], thread: dict[str, Any]) -> dict[str, Any]:
-        """Admit ``run`` on ``thread`` under its multitask strategy and start its task."""
+        """Admit ``run`` on ``thread`` under its multitask strategy and start (or queue) it."""
+        if self.queue is not None:
+            return await self._submit_shared(run, thread)
         thread_id = thread["thread_id"]
         async with self._admission.hold(thread_id):
-            strategy = run["multitask_strategy"]
-            active = self.active_runs(thread_id)
-            if active and strategy == "reject":
-                raise Conflict(
-                    "Thread is already running a task. Wait for it to finish or choose a "
-                    "different multitask strategy."
-                )
-            kwargs = run["kwargs"]
-            new_input = kwargs.get("input") is not None and not kwargs.get("command")
-            if (
-                not active
-                and new_input
-                and strategy in ("reject", "enqueue")
-                and await self.pending_interrupts(thread)
-            ):
-                raise Conflict(
-                    "Thread is waiting on an interrupt. Resume it with 'command' "
-                    "({'resume': ...}), or pass multitask_strategy 'interrupt' or 'rollback' "
-                    "to discard the pending interrupt."
-                )
-            metadata = thread.setdefault("metadata", {})
-            metadata.setdefault("graph_id", run["metadata"]["graph_id"])
-            metadata.setdefault("assistant_id", run["assistant_id"])
-            thread["status"] = "busy"
-            thread["updated_at"] = now_iso()
-            await self.records.put_many(threads=[thread], runs=[run])
-            run_id = run["run_id"]
-            if active:
-                self._queued.add(run_id)
-            self._thread_runs.setdefault(thread_id, []).append(run_id)
-            self._streams[run_id] = RunStream(run_id)
-            self._done[run_id] = asyncio.Event()
-            if strategy in ("interrupt", "rollback"):
-                for other in active:
-                    self.cancel(other, strategy)
-            task = asyncio.create_task(
-                self._execute(run), name=f"run-{run_id}", context=run_context()
-            )
-            task.add_done_callback(lambda _t, run=run: self._after_task(run))
-            self._tasks[run_id] = task
+            active = await self.active_runs(thread_id)
+            await self._check_admission(run, thread, active)
+            await self.records.put_many(threads=[_busy(thread, run)], runs=[run])
+            self._launch(run, 1)
+            await self._supersede(run, active)
         return run
+
+    async def _submit_shared(self, run: dict[str, Any], thread: dict[str, Any]) -> dict[str, Any]:
+        """Admission through the shared queue: any server with a free slot claims the run."""
+        assert self.queue is not None
+        async with self.queue.admitting(thread["thread_id"]) as admission:
+            active = await admission.active_runs()
+            await self._check_admission(run, thread, active)
+            await self.records.put_many(threads=[_busy(thread, run)], runs=[run])
+            await admission.enqueue(run)
+        await self._supersede(run, active)
+        return run
+
+    async def _check_admission(
+        self, run: dict[str, Any], thread: dict[str, Any], active: list[str]
+    ) -> None:
+        """Raise ``Conflict`` when the strategy refuses ``run`` beside the ``active`` runs."""
+        strategy = run["multitask_strategy"]
+        if active and strategy == "reject":
+            raise Conflict(
+                "Thread is already running a task. Wait for it to finish or choose a "
+                "different multitask strategy."
+            )
+        kwargs = run["kwargs"]
+        new_input = kwargs.get("input") is not None and not kwargs.get("command")
+        if (
+            not active
+            and new_input
+            and strategy in ("reject", "enqueue")
+            and await self.pending_interrupts(thread)
+        ):
+            raise Conflict(
+                "Thread is waiting on an interrupt. Resume it with 'command' "
+                "({'resume': ...}), or pass multitask_strategy 'interrupt' or 'rollback' "
+                "to discard the pending interrupt."
+            )
+
+    async def _supersede(self, run: dict[str, Any], active: list[str]) -> None:
+        """Under ``interrupt`` and ``rollback``, cancel the runs the new one replaces."""
+        strategy = run["multitask_strategy"]
+        if strategy in ("interrupt", "rollback"):
+            for other in active:
+                await self.cancel(other, strategy)
+
+    def _launch(self, run: dict[str, Any], attempt: int,
+                earlier: list[tuple[str, bytes]] | None = None) -> None:  # fmt: skip
+        """Start the task that runs ``run`` here (after the thread's earlier runs); an
+        ``attempt`` above 1 resumes a run whose server died."""
+        run_id, thread_id = run["run_id"], run["thread_id"]
+        if self._thread_runs.get(thread_id):
+            self._queued.add(run_id)
+        self._thread_runs.setdefault(thread_id, []).append(run_id)
+        sink = self.queue.publish if self.queue is not None else None
+        self._streams[run_id] = RunStream(run_id, earlier=earlier or (), sink=sink)
+        self._done[run_id] = asyncio.Event()
+        task = asyncio.create_task(
+            self._execute(run, attempt), name=f"run-{run_id}", context=run_context()
+        )
+        task.add_done_callback(lambda _t, run=run: self._after_task(run))
+        self._tasks[run_id] = task
+
+    # the shared queue
+    async def _dispatch(self) -> None:
+        """Claim runs from the shared queue while this server has free slots."""
+        assert self.queue is not None
+        while True:
+            await self._slots.acquire()
+            claim = await self.queue.claim()
+            if claim is None:
+                self._slots.release()
+                await self.queue.wait_for_work()
+                continue
+            await self._start_claimed(claim)
+
+    async def _start_claimed(self, claim: Claim) -> None:
+        assert self.queue is not None
+        run = claim.run
+        run_id = run["run_id"]
+        earlier: list[tuple[str, bytes]] = []
+        if claim.attempt > 1:  # a dead server's run: its stream goes on from its last event
+            earlier = [(event, data) for _, event, data in await self.queue.events(run_id, -1)]
+            logger.warning("resuming run %s (attempt %d) from its last checkpoint",
+                           run_id, claim.attempt)  # fmt: skip
+        self._held.add(run_id)
+        self._launch(run, claim.attempt, earlier)
+        if claim.cancel:
+            self._cancel_here(run_id, claim.cancel)
+
+    def _give_up(self, run_ids: set[str]) -> None:
+        """Stop runs whose lease another server took: it resumes them; record nothing."""
+        for run_id in run_ids:
+            if run_id in self._tasks:
+                self._lost.add(run_id)
+                self._cancel_here(run_id)
 
     def _after_task(self, run: dict[str, Any]) -> None:
         """Record the end of a run whose task was cancelled before its first step."""
         run_id = run["run_id"]
+        if run_id in self._held:  # cancelled before it reached the slot claimed for it
+            self._held.discard(run_id)
+            self._slots.release()
         if run_id in self._tasks and run_id not in self._finishing:
             self._finishing.add(run_id)
             status = self._cancelled_status(run_id)
@@ -239,8 +345,20 @@ class RunManager:
             self._background.add(finish)
             finish.add_done_callback(self._background.discard)
 
-    def cancel(self, run_id: str, action: str = "interrupt") -> bool:
-        """Cancel the run's task; ``False`` if it is not active."""
+    # cancellation and waits
+    async def cancel(self, run_id: str, action: str = "interrupt") -> bool:
+        """Cancel the run wherever it is; ``False`` if it is not active."""
+        if self._cancel_here(run_id, action):
+            return True
+        if self.queue is None:
+            return False
+        outcome, record = await self.queue.cancel(run_id, action)
+        if record is not None:  # still queued: it never started, so end it here
+            await self._end_unstarted(record, action)
+        return outcome != "gone"
+
+    def _cancel_here(self, run_id: str, action: str = "interrupt") -> bool:
+        """Cancel the run's task in this server; ``False`` if it does not run here."""
         task = self._tasks.get(run_id)
         if task is None or run_id in self._finishing:
             return False
@@ -248,17 +366,33 @@ class RunManager:
         task.cancel()
         return True
 
+    async def _end_unstarted(self, run: dict[str, Any], action: str) -> None:
+        """Record the end of a queued run cancelled before any server claimed it."""
+        if action == "rollback":
+            await self.records.delete_run(run["run_id"])
+        else:
+            run["status"] = "interrupted"
+        snap = await self._snapshot(run["thread_id"], run["metadata"].get("graph_id"))
+        await self._update_thread(run, None, bool(snap and is_interrupted(snap)),
+                                  keep_run=action != "rollback")  # fmt: skip
+
     async def wait(self, run_id: str) -> None:
-        """Return once ``run_id`` is no longer active."""
+        """Return once ``run_id`` is no longer active (on any server)."""
         done = self._done.get(run_id)
         if done is not None:
             await done.wait()
+        elif self.queue is not None:
+            await self.queue.wait_gone(run_id)
 
     async def output(self, run: dict[str, Any]) -> Any:
         """What ``join``/``wait`` answer: the thread's values (+ ``__interrupt__``) or the error."""
         await self.wait(run["run_id"])
         if run["run_id"] in self._outputs:
             return self._outputs[run["run_id"]]
+        ended = await self.records.get_run(run["run_id"])
+        if ended is not None and ended["status"] == "error":  # ended on another server
+            thread = await self.records.get_thread(run["thread_id"]) or {}
+            return {"__error__": thread.get("error")}
         return await self._thread_output(run["thread_id"], run["metadata"].get("graph_id"))
 
     async def _thread_output(self, thread_id: str, graph_id: str | None) -> Any:
@@ -271,13 +405,15 @@ class RunManager:
         return await graph.aget_state(_thread_config(thread_id))
 
     # execution
-    async def _execute(self, run: dict[str, Any]) -> None:
+    async def _execute(self, run: dict[str, Any], attempt: int) -> None:
         run_id, thread_id = run["run_id"], run["thread_id"]
         entered = False
+        # Runs claimed from the shared queue need no lock: the queue runs one per thread.
+        turn = self._thread_locks.hold(thread_id) if self.queue is None else _no_lock()
         try:
-            async with self._thread_locks.hold(thread_id):
+            async with turn:
                 entered = True
-                status, error, graph, before, end = await self._invoke(run)
+                status, error, graph, before, end = await self._invoke(run, attempt)
                 # The thread stays locked until the run's end is recorded (and any rollback
                 # is done), so the next queued run starts from the final state.
                 self._finishing.add(run_id)
@@ -289,26 +425,47 @@ class RunManager:
             self._finishing.add(run_id)
             await self._finish(run, self._cancelled_status(run_id), None, None, _UNREAD, None)
 
+    @contextlib.asynccontextmanager
+    async def _slot(self, run_id: str) -> AsyncIterator[None]:
+        """Hold a pool slot for the body: the one the dispatcher claimed the run with, if any."""
+        if run_id in self._held:
+            self._held.discard(run_id)
+        else:
+            await self._slots.acquire()
+        try:
+            yield
+        finally:
+            self._slots.release()
+
     def _cancelled_status(self, run_id: str) -> str:
         return "rollback" if self._cancel_action.get(run_id) == "rollback" else "interrupted"
 
     async def _invoke(
-        self, run: dict[str, Any]
+        self, run: dict[str, Any], attempt: int
     ) -> tuple[str, dict[str, Any] | None, Pregel | None, Any, RunEnd | None]:
-        """Execute the graph in a pool slot; returns ``(status, error, graph, before, end)``."""
+        """Execute the graph in a pool slot; returns ``(status, error, graph, before, end)``.
+
+        A later ``attempt`` (its server died) continues from its last checkpoint if any.
+        """
         run_id, thread_id = run["run_id"], run["thread_id"]
         stream = self._streams[run_id]
         graph: Pregel | None = None
         before: Any = _UNREAD
         kwargs = run["kwargs"]
+        resumed = attempt > 1
         try:
-            async with self._slots:
+            async with self._slot(run_id):
                 self.active_count += 1
                 self.max_active_seen = max(self.max_active_seen, self.active_count)
                 try:
                     config = build_config(run, run["metadata"]["graph_id"])
                     graph = await self.registry.graph(run["metadata"]["graph_id"], config)
-                    if kwargs.get("checkpoint") or kwargs.get("checkpoint_id"):
+                    invocation = await self._resumption(graph, run) if resumed else run
+                    if invocation is _FINISHED:
+                        return "success", None, graph, _LOOK_UP, None
+                    if invocation is not run:
+                        config = build_config(invocation, run["metadata"]["graph_id"])
+                    elif kwargs.get("checkpoint") or kwargs.get("checkpoint_id"):
                         # The run starts from an older checkpoint: its first checkpoint's
                         # parent is not the thread's latest, so read that now.
                         before = await self.checkpointer.aget_tuple(_thread_config(thread_id))
@@ -316,10 +473,10 @@ class RunManager:
                         before = _LOOK_UP
                     run["status"] = "running"
                     await self.records.put_run(run)
-                    if run_id in self._queued:
+                    if run_id in self._queued and not resumed:
                         await self._check_interrupt(graph, run)
-                    stream.publish("metadata", {"run_id": run_id, "attempt": 1})
-                    end = await stream_run(graph, run, config, stream.publish)
+                    stream.publish("metadata", {"run_id": run_id, "attempt": attempt})
+                    end = await stream_run(graph, invocation, config, stream.publish)
                 finally:
                     self.active_count -= 1
         except asyncio.CancelledError:
@@ -330,6 +487,25 @@ class RunManager:
             stream.publish("error", error)
             return "error", error, graph, before, None
         return "success", None, graph, before, end
+
+    async def _resumption(self, graph: Pregel, run: dict[str, Any]) -> Any:
+        """How a run resumes after its server died.
+
+        It starts over with its own input if it wrote no checkpoint; it continues with no
+        input (LangGraph keeps the finished tasks' saved writes and runs the rest) if its last
+        step is unfinished; otherwise its graph had finished: ``_FINISHED``.
+        """
+        config = _thread_config(run["thread_id"])
+        async for _ in self.checkpointer.alist(config, filter={"run_id": run["run_id"]},
+                                               limit=1):  # fmt: skip
+            break
+        else:
+            return run
+        if not has_unfinished_step(await graph.aget_state(config)):
+            return _FINISHED
+        kwargs = {key: value for key, value in run["kwargs"].items()
+                  if key not in ("input", "command", "checkpoint", "checkpoint_id")}  # fmt: skip
+        return {**run, "kwargs": kwargs}
 
     async def _check_interrupt(self, graph: Pregel, run: dict[str, Any]) -> None:
         """Fail an enqueued run with new input that reached a thread waiting on ``interrupt()``.
@@ -359,6 +535,9 @@ class RunManager:
     ) -> None:
         run_id, thread_id = run["run_id"], run["thread_id"]
         self._queued.discard(run_id)
+        if run_id in self._lost:  # another server has (or will have) the run: it records
+            self._forget(run_id, thread_id)
+            return
         try:
             if status == "rollback":
                 await self._rollback(graph, run_id, thread_id, before)
@@ -376,29 +555,41 @@ class RunManager:
                 elif status != "rollback":
                     self._outputs.keep(run_id, _output_of(snap))
                 waiting = bool(snap and is_interrupted(snap))
-            await self._update_thread(run, error, waiting, keep_run=status != "rollback",
-                                      prefix=end.prefix if end is not None else None)
+            await self._update_thread(
+                run,
+                error,
+                waiting,
+                keep_run=status != "rollback",
+                prefix=end.prefix if end is not None else None,
+            )
+            if self.queue is not None:
+                await self.queue.finish(run_id)
         except Exception:  # boundary (cleanup): the run's stream and slot are released anyway
             logger.exception("could not record the end of run %s", run_id)
         finally:
-            runs = self._thread_runs.get(thread_id, [])
-            if run_id in runs:
-                runs.remove(run_id)
-            if not runs:
-                self._thread_runs.pop(thread_id, None)
-            stream = self._streams.pop(run_id)
-            stream.close()
-            self._finished_streams.keep(run_id, stream)
-            self._tasks.pop(run_id, None)
-            self._cancel_action.pop(run_id, None)
-            self._finishing.discard(run_id)
-            self._done.pop(run_id).set()
+            self._forget(run_id, thread_id)
         if webhook := run["kwargs"].get("webhook"):
             task = asyncio.create_task(_post_webhook(webhook, run))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
         if run["kwargs"].get("temporary"):
             await self._delete_temporary(thread_id)
+
+    def _forget(self, run_id: str, thread_id: str) -> None:
+        """Drop the run from this server's active runs; its stream stays joinable a while."""
+        runs = self._thread_runs.get(thread_id, [])
+        if run_id in runs:
+            runs.remove(run_id)
+        if not runs:
+            self._thread_runs.pop(thread_id, None)
+        stream = self._streams.pop(run_id)
+        stream.close()
+        self._finished_streams.keep(run_id, stream)
+        self._tasks.pop(run_id, None)
+        self._cancel_action.pop(run_id, None)
+        self._finishing.discard(run_id)
+        self._lost.discard(run_id)
+        self._done.pop(run_id).set()
 
     async def _rollback(
         self, graph: Pregel | None, run_id: str, thread_id: str, before: Any
@@ -424,7 +615,12 @@ class RunManager:
             await graph.aupdate_state(target, None, as_node="__copy__")
 
     async def _update_thread(
-        self, run: dict[str, Any], error: dict[str, Any] | None, waiting: bool, *, keep_run: bool,
+        self,
+        run: dict[str, Any],
+        error: dict[str, Any] | None,
+        waiting: bool,
+        *,
+        keep_run: bool,
         prefix: PrefixRecorder | None = None,
     ) -> None:
         """Record the thread's status after ``run`` (and the run's record, in the same batch),
@@ -435,7 +631,7 @@ class RunManager:
             if keep_run:
                 await self.records.put_run(run)
             return
-        others = [r for r in self._thread_runs.get(thread_id, []) if r != run_id]
+        others = [r for r in await self.active_runs(thread_id) if r != run_id]
         if others:
             thread["status"] = "busy"
         elif error is not None:
@@ -445,8 +641,9 @@ class RunManager:
         thread["error"] = error
         if prefix is not None and prefix.agents():
             metadata = dict(thread.get("metadata") or {})
-            metadata[PREFIX_METADATA_KEY] = merge_metadata(metadata.get(PREFIX_METADATA_KEY),
-                                                           prefix)
+            metadata[PREFIX_METADATA_KEY] = merge_metadata(
+                metadata.get(PREFIX_METADATA_KEY), prefix
+            )
             thread["metadata"] = metadata
         stamp = now_iso()
         thread["updated_at"] = thread["state_updated_at"] = stamp
@@ -466,6 +663,21 @@ class RunManager:
         if run is None or (thread_id is not None and run["thread_id"] != thread_id):
             raise NotFound(f"Run {run_id} not found")
         return run
+
+
+def _busy(thread: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """The thread record as ``run`` is admitted: busy, and bound to the run's graph."""
+    metadata = thread.setdefault("metadata", {})
+    metadata.setdefault("graph_id", run["metadata"]["graph_id"])
+    metadata.setdefault("assistant_id", run["assistant_id"])
+    thread["status"] = "busy"
+    thread["updated_at"] = now_iso()
+    return thread
+
+
+@contextlib.asynccontextmanager
+async def _no_lock() -> AsyncIterator[None]:
+    yield
 
 
 def _output_of(snap: StateSnapshot | None) -> Any:
