@@ -234,6 +234,7 @@ def _ready(snapshot: StateSnapshot) -> bool:
 
 
 def _log_finishing(config: RunnableConfig, snapshot: StateSnapshot) -> None:
+    """Log the resume; the task count shows it when `next` is empty (all tasks had written)."""
     thread_id = config.get("configurable", {}).get("thread_id")
     logger.info(
         "finishing the interrupted run on thread %s (%d task(s) in the step; still to run: %s)",
