@@ -13,6 +13,9 @@ result). This module closes both gaps:
 - `finish_pending_step` / `afinish_pending_step` run `invoke(None)` on a thread whose
   last run stopped mid-step, which keeps the completed tasks' saved writes and re-runs
   only the tasks that had not finished, before the caller sends a new message.
+  `has_unfinished_step` is the test they use, and the one for any caller that must decide
+  whether to resume a thread with input `None`: the step has tasks, even when every one of
+  them saved its writes and so `snapshot.next` is empty.
 
 What a resume re-runs: LangGraph saves each task's writes as soon as the task returns.
 A resumed step runs again only the tasks without saved writes, that is the tools that
@@ -210,16 +213,35 @@ def thread_file_lock(lock_dir: str | os.PathLike[str], thread_id: str) -> Iterat
 
 
 def has_unfinished_step(snapshot: StateSnapshot) -> bool:
-    """Whether a thread's last run stopped in the middle, not waiting for an approval.
+    """Whether a thread's last run stopped in the middle of a step, not waiting for an approval.
 
-    True when the latest checkpoint still has nodes to run (`snapshot.next`) and no
-    task is waiting on an interrupt: the run was killed, crashed or cancelled.
+    `snapshot` is the thread's latest state (`get_state` / `aget_state` without a
+    `checkpoint_id`). The step after its checkpoint is unfinished when that step has tasks
+    (`snapshot.tasks`): a run that ended saves a last checkpoint with none. Some of the tasks
+    may have finished, their writes saved (`PregelTask.result` set), and `snapshot.next`
+    lists only the others; so when every task of the step saved its writes but the process
+    died before the step's checkpoint was saved, `next` is empty and the step still has to be
+    finished, or new input drops those writes. A task with a pending interrupt means the run
+    waits for an approval instead: False. An `interrupt_before` / `interrupt_after` pause
+    leaves tasks without interrupts and reads as unfinished too.
     """
-    return bool(snapshot.next) and _ready(snapshot)
+    return bool(snapshot.tasks) and _ready(snapshot)
 
 
 def _ready(snapshot: StateSnapshot) -> bool:
+    """No task waits on an interrupt (in a latest-state snapshot, only unanswered ones show)."""
     return not any(task.interrupts for task in snapshot.tasks)
+
+
+def _log_finishing(config: RunnableConfig, snapshot: StateSnapshot) -> None:
+    """Log the resume; the task count shows it when `next` is empty (all tasks had written)."""
+    thread_id = config.get("configurable", {}).get("thread_id")
+    logger.info(
+        "finishing the interrupted run on thread %s (%d task(s) in the step; still to run: %s)",
+        thread_id,
+        len(snapshot.tasks),
+        list(snapshot.next),
+    )
 
 
 def finish_pending_step(
@@ -246,8 +268,7 @@ def finish_pending_step(
     """
     snapshot = graph.get_state(config)
     if has_unfinished_step(snapshot):
-        logger.info("finishing the interrupted run on thread %s (next: %s)",
-                    config.get("configurable", {}).get("thread_id"), snapshot.next)
+        _log_finishing(config, snapshot)
         graph.invoke(None, config, **invoke_kwargs)
         snapshot = graph.get_state(config)
     return _ready(snapshot)
@@ -259,8 +280,7 @@ async def afinish_pending_step(
     """Async `finish_pending_step`: `ainvoke(None)` on a thread whose run stopped mid-step."""
     snapshot = await graph.aget_state(config)
     if has_unfinished_step(snapshot):
-        logger.info("finishing the interrupted run on thread %s (next: %s)",
-                    config.get("configurable", {}).get("thread_id"), snapshot.next)
+        _log_finishing(config, snapshot)
         await graph.ainvoke(None, config, **invoke_kwargs)
         snapshot = await graph.aget_state(config)
     return _ready(snapshot)
