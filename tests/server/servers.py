@@ -59,6 +59,10 @@ class ServerProcess:
     workdir: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    extra_args: tuple[str, ...] = ()
+    """More `fathom serve` options, such as `("--database", url)`."""
+    name: str = ""
+    """Tells the logs of several servers of one kind apart."""
 
     @property
     def url(self) -> str:
@@ -68,13 +72,14 @@ class ServerProcess:
     @property
     def log_path(self) -> Path:
         """Where the server's stdout and stderr go."""
-        return self.workdir / f"server-{self.kind}.log"
+        return self.workdir / f"server-{self.kind}{self.name}.log"
 
     def command(self) -> list[str]:
         """The command line that starts this kind of server."""
         config = str(self.workdir / "langgraph.json")
         if self.kind == "fathom":
-            return [str(fathom_binary()), "serve", "--config", config, "--port", str(self.port)]
+            return [str(fathom_binary()), "serve", "--config", config, "--port", str(self.port),
+                    *self.extra_args]  # fmt: skip
         binary = langgraph_dev_binary()
         assert binary is not None
         return [

@@ -5,6 +5,8 @@ this file unchanged, so the same client-side tests can run against either server
 
 - `agent`: a fathom deep agent on a `ScriptedModel` that answers `echo: <last user text>`,
   so any number of runs and threads get predictable replies.
+- `slow_agent`: the same agent on a model that takes `SLOW_MODEL_SECONDS` to answer, so a test
+  can kill a server while runs are in flight.
 - `interrupting`: asks a question with `interrupt(...)` and records the answer it is resumed with.
 - `nested`: a parent graph whose node is a compiled subgraph (for `stream_subgraphs`).
 - `custom`: writes progress events with `get_stream_writer()` (`stream_mode="custom"`).
@@ -43,6 +45,15 @@ agent = create_deep_agent(
     model=ScriptedModel(policy=_echo),
     system_prompt="You are the scripted test agent.",
     name="agent",
+)
+
+SLOW_MODEL_SECONDS = 1.0
+"""How long `slow_agent`'s model takes per answer (an `asyncio.sleep`)."""
+
+slow_agent = create_deep_agent(
+    model=ScriptedModel(policy=_echo, latency=SLOW_MODEL_SECONDS),
+    system_prompt="You are the scripted test agent.",
+    name="slow_agent",
 )
 
 
