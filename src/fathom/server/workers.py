@@ -83,12 +83,17 @@ class WorkerPool:
     async def start(self) -> bytes:
         """Start every worker and wait until each reports; return the first one's report.
 
-        Raises `WorkerFailed` (after stopping the others) when one exits before reporting.
+        The first starts alone, so that it creates the storage's tables before the others
+        open it (concurrent migrations of a fresh database can collide). Raises
+        `WorkerFailed` (after stopping the others) when one exits before reporting.
         """
-        for _ in range(self._count):
+        self._workers.append(await self._spawn())
+        first = await self._ready(self._workers[0], None)
+        for _ in range(self._count - 1):
             self._workers.append(await self._spawn())
-        reports = [await self._ready(worker, None) for worker in self._workers]
-        return reports[0]
+        for worker in self._workers[1:]:
+            await self._ready(worker, None)
+        return first
 
     async def supervise(self, stop: asyncio.Event) -> None:
         """Replace each worker that dies until `stop` is set; raises `WorkerFailed` as `start`."""
