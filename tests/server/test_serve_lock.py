@@ -100,3 +100,19 @@ def test_several_workers_are_refused_without_postgresql(
     assert result.returncode == 2
     assert "--workers 2 needs --database postgresql://" in result.stderr
     assert not (workdir / ".fathom").exists()  # refused before it touched any storage
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--workers", "0"), "--workers must be at least 1, not 0"),
+        (("--lease-seconds", "0"), "--lease-seconds must be more than 0, not 0.0"),
+    ],
+)
+def test_worker_and_lease_settings_out_of_range_are_refused(
+    workdir: Path, args: tuple[str, ...], message: str
+) -> None:
+    result = _serve(workdir, *args)
+
+    assert result.returncode == 2
+    assert message in result.stderr
