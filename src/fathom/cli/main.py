@@ -142,6 +142,14 @@ def _serve_parser(commands: Any) -> None:
     serve.add_argument("--port", type=int, default=2024, help="port (default: 2024)")
     serve.add_argument("--jobs", type=int, default=10,
                        help="runs executing at once; more wait in the queue (default: 10)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="processes serving the port; more than 1 needs --database "
+                       "postgresql://... (default: 1)")
+    serve.add_argument("--lease-seconds", type=float, default=30.0, metavar="SECONDS",
+                       help="how long a server's hold on a running run lasts unless renewed "
+                       "(default: 30)")
+    serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-report", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--database", metavar="URL",
                        help="postgresql://... for PostgreSQL, or memory (nothing survives a "
                        "restart) (default: SQLite in .fathom/ next to the deployment file)")
@@ -344,7 +352,10 @@ def _serve_command(args: argparse.Namespace) -> int:
                         format="%(levelname)s:     %(name)s: %(message)s")  # fmt: skip
     return run_serve(options_from_env(
         config=Path(args.config) if args.config else None, host=args.host, port=args.port,
-        jobs=args.jobs, database=args.database, api_key=args.api_key,
+        jobs=args.jobs, workers=args.workers, lease_seconds=args.lease_seconds,
+        worker_command=(sys.executable, "-m", "fathom.cli.main", "serve"),
+        worker_socket=args.worker_socket, worker_report=args.worker_report,
+        database=args.database, api_key=args.api_key,
         cors_origins=tuple(args.cors_origin), max_body_bytes=args.max_body_bytes,
         log_level=args.log_level, access_log=args.access_log, open_browser=args.open_browser,
         routes=tuple(server_routes()),

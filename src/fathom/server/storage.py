@@ -46,6 +46,7 @@ __all__ = [
     "StorageError",
     "open_storage",
     "sqlite_can_index",
+    "sqlite_folder",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,6 +76,15 @@ def sqlite_can_index() -> bool:
     import sqlite3
 
     return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def sqlite_folder(database: str | None, state_dir: Path) -> Path | None:
+    """The folder of the SQLite files `open_storage(database, state_dir)` uses; None: not SQLite."""
+    if database is None or database in ("", "sqlite"):
+        return state_dir
+    if database.startswith("sqlite:///"):
+        return Path(database.removeprefix("sqlite:///")).expanduser()
+    return None
 
 
 def _redacted(url: str) -> str:
@@ -166,10 +176,9 @@ async def open_storage(
     index_config = dict(index) if index else None
     ttl_config = dict(ttl) if ttl else None
     async with AsyncExitStack() as stack:
-        if database is None or database in ("", "sqlite"):
-            storage = await _sqlite(stack, state_dir, index_config, ttl_config)
-        elif database.startswith("sqlite:///"):
-            folder = Path(database.removeprefix("sqlite:///")).expanduser()
+        database = database or ""
+        folder = sqlite_folder(database, state_dir)
+        if folder is not None:
             storage = await _sqlite(stack, folder, index_config, ttl_config)
         elif database.startswith(("postgresql://", "postgres://")):
             storage = await _postgres(stack, database, index_config, ttl_config)
