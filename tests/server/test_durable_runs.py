@@ -83,7 +83,9 @@ async def _kill_when_some_ended(
     victim.kill()
 
 
-async def _assert_every_turn_once(client: LangGraphClient, runs: list[tuple[int, str, str]]) -> None:
+async def _assert_every_turn_once(
+    client: LangGraphClient, runs: list[tuple[int, str, str]]
+) -> None:
     for _, thread_id, run_id in runs:
         await client.runs.join(thread_id, run_id)
         assert (await client.runs.get(thread_id, run_id))["status"] == "success"
@@ -115,8 +117,8 @@ async def test_kill_9_of_a_sqlite_server_under_load_loses_and_repeats_no_turn(
 
 
 def _replica(workdir: Path, url: str, name: str) -> ServerProcess:
-    return ServerProcess(kind="fathom", workdir=workdir, name=name,
-                         extra_args=("--database", url, "--lease-seconds", LEASE_SECONDS))  # fmt: skip
+    options = ("--database", url, "--lease-seconds", LEASE_SECONDS)
+    return ServerProcess(kind="fathom", workdir=workdir, name=name, extra_args=options)
 
 
 async def test_kill_9_of_one_of_two_replicas_under_load_loses_and_repeats_no_turn(
