@@ -62,6 +62,14 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def positive_seconds(value: object) -> float | None:
+    """`value` as seconds when it is a positive finite number, else `None` (a bool, NaN,
+    infinity, zero or a negative number is no timeout)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < float("inf") else None
+
+
 def iso_timestamp(timestamp: float) -> str:
     """A POSIX timestamp as ISO-8601 UTC (`2026-11-30T05:00:00Z`), or '' when out of range."""
     try:
