@@ -308,6 +308,11 @@ _Step = Generator[dict[str, Any], dict[str, Any], T]
 """An operation: yields requests for the sandbox program, receives its replies."""
 
 
+def _file_info(path: str, size: int, mtime: float) -> protocol.FileInfo:
+    """The listing entry of a regular file from the sandbox's size and modification time."""
+    return protocol.FileInfo(path=path, is_dir=False, size=size, modified_at=iso_timestamp(mtime))
+
+
 def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
     raw = reply.get("error")
     if raw is None:
@@ -432,21 +437,14 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         if (error := _error(reply, shown)) is not None:
             return protocol.LsResult(error=error)
         if "file" in reply:
-            size, mtime = reply["file"]
-            return protocol.LsResult(entries=[protocol.FileInfo(path=shown, is_dir=False, size=size,
-                                              modified_at=iso_timestamp(mtime))])
+            return protocol.LsResult(entries=[_file_info(shown, *reply["file"])])
         prefix = shown.rstrip("/") + "/"
-        entries: list[protocol.FileInfo] = []
-        for name, is_dir, size, mtime in reply["entries"]:
-            if is_dir:
-                entries.append(protocol.FileInfo(path=prefix + name + "/", is_dir=True))
-            else:
-                entries.append(
-                    protocol.FileInfo(
-                        path=prefix + name, is_dir=False, size=size,
-                        modified_at=iso_timestamp(mtime),
-                    )
-                )
+        entries = [
+            protocol.FileInfo(path=prefix + name + "/", is_dir=True)
+            if is_dir
+            else _file_info(prefix + name, size, mtime)
+            for name, is_dir, size, mtime in reply["entries"]
+        ]
         entries.sort(key=lambda entry: entry["path"])
         return protocol.LsResult(entries=entries)
 
@@ -568,18 +566,12 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         items = yield from self._paged({"op": "walk", "path": self._relative(directory)})
         if isinstance(items, BackendError):
             return protocol.GlobResult(error=BackendError(items.kind, directory, items.detail))
-        matches: list[protocol.FileInfo] = []
         try:
-            for relative, size, mtime in items:
-                if glob_matches(pattern, relative, budget):
-                    matches.append(
-                        protocol.FileInfo(
-                            path=directory + relative,
-                            is_dir=False,
-                            size=size,
-                            modified_at=iso_timestamp(mtime),
-                        )
-                    )
+            matches = [
+                _file_info(directory + relative, size, mtime)
+                for relative, size, mtime in items
+                if glob_matches(pattern, relative, budget)
+            ]
         except GlobError as error:
             return protocol.GlobResult(error=pattern_error(pattern, error))
         matches.sort(key=lambda entry: entry["path"])
