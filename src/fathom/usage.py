@@ -71,6 +71,12 @@ class AgentTotals:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    def add(self, other: AgentTotals) -> None:
+        """Count `other`'s calls and tokens into these."""
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
 
 class AgentUsage(BaseCallbackHandler):
     """A callback handler that adds up model calls and token usage per agent name."""
@@ -138,9 +144,7 @@ class AgentUsage(BaseCallbackHandler):
         overall = AgentTotals()
         tasks = [totals for _, totals in self.task_totals().values()]
         for totals in [*self.totals().values(), *tasks]:
-            overall.calls += totals.calls
-            overall.input_tokens += totals.input_tokens
-            overall.output_tokens += totals.output_tokens
+            overall.add(totals)
         return overall
 
     def report(self) -> str:

@@ -16,7 +16,7 @@ from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.state import StateBackend
-from fathom.backends.utils import delete_target, invalid_path, pattern_error
+from fathom.backends.utils import delete_target, invalid_path, normalized, pattern_error
 from fathom.state import FilesUpdate
 
 __all__ = ["CompositeBackend"]
@@ -139,10 +139,8 @@ class CompositeBackend(protocol.PlannedBackend):
     # -- listing and search --------------------------------------------------------------
 
     def _ls(self, path: str) -> protocol.Plan[protocol.LsResult]:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return protocol.LsResult(error=invalid_path(path, error))
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return protocol.LsResult(error=directory)
         prefix, child, inner = self._owner(directory)
         result = yield protocol.call(child, "ls", inner)
         return self._merge_ls(directory, prefix, result)
@@ -185,10 +183,8 @@ class CompositeBackend(protocol.PlannedBackend):
     def _glob_check(self, pattern: str, path: str | None) -> str | BackendError:
         """The searched directory, or the error for a bad path or pattern (checked before
         asking any backend)."""
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return invalid_path(path, error)
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return directory
         try:
             glob_matches(pattern, "x")
         except GlobError as error:
@@ -327,10 +323,9 @@ class CompositeBackend(protocol.PlannedBackend):
     def _route_file(
         self, file_path: str, new_file: bool = False
     ) -> tuple[str, Any, str] | BackendError:
-        try:
-            path = (normalize_file_path if new_file else normalize_path)(file_path)
-        except PathError as error:
-            return invalid_path(file_path, error)
+        normalize = normalize_file_path if new_file else normalize_path
+        if isinstance(path := normalized(normalize, file_path), BackendError):
+            return path
         prefix, child, inner = self._owner(path)
         if prefix != "/" and inner == "/":
             return BackendError(ErrorKind.IS_DIRECTORY, path, f"the mount point of route {prefix}")

@@ -52,8 +52,8 @@ from fathom.backends.utils import (
     MAX_EDIT_BYTES,
     create_file_data,
     edit_text,
-    invalid_path,
     iso_timestamp,
+    normalized,
     pattern_error,
     read_window,
 )
@@ -308,6 +308,11 @@ _Step = Generator[dict[str, Any], dict[str, Any], T]
 """An operation: yields requests for the sandbox program, receives its replies."""
 
 
+def _file_info(path: str, size: int, mtime: float) -> protocol.FileInfo:
+    """The listing entry of a regular file from the sandbox's size and modification time."""
+    return protocol.FileInfo(path=path, is_dir=False, size=size, modified_at=iso_timestamp(mtime))
+
+
 def _error(reply: dict[str, Any], path: str | None) -> BackendError | None:
     raw = reply.get("error")
     if raw is None:
@@ -424,29 +429,20 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
     # ------------------------------------------------------------------ operations
 
     def _ls(self, path: str) -> _Step[protocol.LsResult]:
-        try:
-            shown = normalize_path(path)
-        except PathError as error:
-            return protocol.LsResult(error=invalid_path(path, error))
+        if isinstance(shown := normalized(normalize_path, path), BackendError):
+            return protocol.LsResult(error=shown)
         reply = yield {"op": "ls", "path": self._relative(shown)}
         if (error := _error(reply, shown)) is not None:
             return protocol.LsResult(error=error)
         if "file" in reply:
-            size, mtime = reply["file"]
-            return protocol.LsResult(entries=[protocol.FileInfo(path=shown, is_dir=False, size=size,
-                                              modified_at=iso_timestamp(mtime))])
+            return protocol.LsResult(entries=[_file_info(shown, *reply["file"])])
         prefix = shown.rstrip("/") + "/"
-        entries: list[protocol.FileInfo] = []
-        for name, is_dir, size, mtime in reply["entries"]:
-            if is_dir:
-                entries.append(protocol.FileInfo(path=prefix + name + "/", is_dir=True))
-            else:
-                entries.append(
-                    protocol.FileInfo(
-                        path=prefix + name, is_dir=False, size=size,
-                        modified_at=iso_timestamp(mtime),
-                    )
-                )
+        entries = [
+            protocol.FileInfo(path=prefix + name + "/", is_dir=True)
+            if is_dir
+            else _file_info(prefix + name, size, mtime)
+            for name, is_dir, size, mtime in reply["entries"]
+        ]
         entries.sort(key=lambda entry: entry["path"])
         return protocol.LsResult(entries=entries)
 
@@ -488,20 +484,16 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         return None
 
     def _read(self, file_path: str, offset: int, limit: int) -> _Step[protocol.ReadResult]:
-        try:
-            shown = normalize_path(file_path)
-        except PathError as error:
-            return protocol.ReadResult(error=invalid_path(file_path, error))
+        if isinstance(shown := normalized(normalize_path, file_path), BackendError):
+            return protocol.ReadResult(error=shown)
         got = yield from self._get(shown, self.max_file_size_bytes)
         if isinstance(got, BackendError):
             return protocol.ReadResult(error=got)
         return read_window(create_file_data(got), offset, limit, shown)
 
     def _write(self, file_path: str, content: str) -> _Step[protocol.WriteResult]:
-        try:
-            shown = normalize_file_path(file_path)
-        except PathError as error:
-            return protocol.WriteResult(error=invalid_path(file_path, error))
+        if isinstance(shown := normalized(normalize_file_path, file_path), BackendError):
+            return protocol.WriteResult(error=shown)
         if not isinstance(content, str):
             return protocol.WriteResult(
                 error=BackendError(ErrorKind.INVALID, shown, "content must be text")
@@ -512,10 +504,8 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
     def _edit(
         self, file_path: str, old: str, new: str, replace_all: bool
     ) -> _Step[protocol.EditResult]:
-        try:
-            shown = normalize_file_path(file_path)
-        except PathError as error:
-            return protocol.EditResult(error=invalid_path(file_path, error))
+        if isinstance(shown := normalized(normalize_file_path, file_path), BackendError):
+            return protocol.EditResult(error=shown)
         got = yield from self._get(shown, MAX_EDIT_BYTES)
         if isinstance(got, BackendError):
             return protocol.EditResult(error=got)
@@ -532,10 +522,8 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         )
 
     def _delete(self, file_path: str) -> _Step[protocol.DeleteResult]:
-        try:
-            shown = normalize_path(file_path)
-        except PathError as error:
-            return protocol.DeleteResult(error=invalid_path(file_path, error))
+        if isinstance(shown := normalized(normalize_path, file_path), BackendError):
+            return protocol.DeleteResult(error=shown)
         if shown == "/":
             return protocol.DeleteResult(
                 error=BackendError(ErrorKind.INVALID, "/", "is the root directory")
@@ -556,10 +544,8 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         return items
 
     def _glob(self, pattern: str, path: str | None) -> _Step[protocol.GlobResult]:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return protocol.GlobResult(error=invalid_path(path, error))
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return protocol.GlobResult(error=directory)
         budget = GlobBudget()
         try:
             glob_matches(pattern, "", budget)
@@ -568,18 +554,12 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         items = yield from self._paged({"op": "walk", "path": self._relative(directory)})
         if isinstance(items, BackendError):
             return protocol.GlobResult(error=BackendError(items.kind, directory, items.detail))
-        matches: list[protocol.FileInfo] = []
         try:
-            for relative, size, mtime in items:
-                if glob_matches(pattern, relative, budget):
-                    matches.append(
-                        protocol.FileInfo(
-                            path=directory + relative,
-                            is_dir=False,
-                            size=size,
-                            modified_at=iso_timestamp(mtime),
-                        )
-                    )
+            matches = [
+                _file_info(directory + relative, size, mtime)
+                for relative, size, mtime in items
+                if glob_matches(pattern, relative, budget)
+            ]
         except GlobError as error:
             return protocol.GlobResult(error=pattern_error(pattern, error))
         matches.sort(key=lambda entry: entry["path"])
@@ -589,10 +569,8 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         self, pattern: str, path: str | None, glob: str | None, max_count: int | None,
         context_lines: int,
     ) -> _Step[protocol.GrepResult]:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return protocol.GrepResult(error=invalid_path(path, error))
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return protocol.GrepResult(error=directory)
         for name, value in (("max_count", max_count), ("context_lines", context_lines)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0

@@ -20,7 +20,7 @@ from fathom.backends.utils import (
     edit_text,
     file_bytes,
     grep_files,
-    invalid_path,
+    normalized,
     pattern_error,
     read_window,
     text_view,
@@ -111,10 +111,8 @@ class StateBackend(BackendBase):
         return {path[cut:]: data for path, data in files.items() if path.startswith(self._mount)}
 
     def ls(self, path: str) -> protocol.LsResult:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return protocol.LsResult(error=invalid_path(path, error))
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return protocol.LsResult(error=directory)
         files = self.files
         exact = directory.rstrip("/")
         if exact in files:
@@ -143,10 +141,8 @@ class StateBackend(BackendBase):
 
     def _stored(self, file_path: str) -> tuple[str, FileData] | BackendError:
         """The normalised path and the data of the file at `file_path`, or why there is none."""
-        try:
-            path = normalize_path(file_path)
-        except PathError as error:
-            return invalid_path(file_path, error)
+        if isinstance(path := normalized(normalize_path, file_path), BackendError):
+            return path
         data = self.files.get(path)
         return (path, data) if data is not None else self._no_file(path)
 
@@ -174,10 +170,8 @@ class StateBackend(BackendBase):
         )
 
     def glob(self, pattern: str, path: str | None = None) -> protocol.GlobResult:
-        try:
-            directory = normalize_dir(path)
-        except PathError as error:
-            return protocol.GlobResult(error=invalid_path(path, error))
+        if isinstance(directory := normalized(normalize_dir, path), BackendError):
+            return protocol.GlobResult(error=directory)
         budget = GlobBudget()  # bounds the matching work of this whole search
         try:
             glob_matches(pattern, "", budget)  # refuse a bad pattern even with no files
@@ -195,10 +189,8 @@ class StateBackend(BackendBase):
     def write(self, file_path: str, content: str) -> protocol.WriteResult:
         """Create the file, or replace the content of an existing one (keeping its
         creation time)."""
-        try:
-            path = normalize_file_path(file_path)
-        except PathError as error:
-            return protocol.WriteResult(error=invalid_path(file_path, error))
+        if isinstance(path := normalized(normalize_file_path, file_path), BackendError):
+            return protocol.WriteResult(error=path)
         if path == "/" or any(p.startswith(path + "/") for p in self.files):
             return protocol.WriteResult(error=BackendError(ErrorKind.IS_DIRECTORY, path))
         parents = [path[:i] for i in range(1, len(path)) if path[i] == "/"]

@@ -31,7 +31,7 @@ from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
-from fathom.backends.utils import delete_target, file_bytes, invalid_path
+from fathom.backends.utils import delete_target, file_bytes, normalized
 from fathom.state import FileData
 from fathom.tool_answers import Failure, attempt
 
@@ -357,10 +357,8 @@ def _list_all() -> Generator[_Op, Any, _Listing]:
 
 
 def _ls_plan(path: str) -> Generator[_Op, Any, protocol.LsResult]:
-    try:
-        normalize_dir(path)
-    except PathError as error:
-        return protocol.LsResult(error=invalid_path(path, error))
+    if isinstance(directory := normalized(normalize_dir, path), BackendError):
+        return protocol.LsResult(error=directory)
     listing = yield from _list_all()
     result = listing.for_listing().ls(path)
     return protocol.LsResult(error=result.error, entries=listing.strip(result.entries))
@@ -369,10 +367,8 @@ def _ls_plan(path: str) -> Generator[_Op, Any, protocol.LsResult]:
 def _file_plan(file_path: str) -> Generator[_Op, Any, tuple[str, _Snapshot] | BackendError]:
     """The normalised `file_path` and a snapshot that answers for it: the stored file alone,
     or, when no key is there, the whole namespace (to tell a directory from a missing file)."""
-    try:
-        path = normalize_path(file_path)
-    except PathError as error:
-        return invalid_path(file_path, error)
+    if isinstance(path := normalized(normalize_path, file_path), BackendError):
+        return path
     item: Item | None = yield _Get(path)
     if item is None:
         listing = yield from _list_all()
@@ -392,10 +388,8 @@ def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, p
 def _grep_plan(
     pattern: str, path: str | None, glob: str | None, max_count: int | None, context_lines: int
 ) -> Generator[_Op, Any, protocol.GrepResult]:
-    try:
-        normalize_dir(path)
-    except PathError as error:
-        return protocol.GrepResult(error=invalid_path(path, error))
+    if isinstance(directory := normalized(normalize_dir, path), BackendError):
+        return protocol.GrepResult(error=directory)
     listing = yield from _list_all()
     return _Snapshot(listing.files).grep(
         pattern, path, glob, max_count=max_count, context_lines=context_lines
@@ -403,20 +397,16 @@ def _grep_plan(
 
 
 def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, protocol.GlobResult]:
-    try:
-        normalize_dir(path)
-    except PathError as error:
-        return protocol.GlobResult(error=invalid_path(path, error))
+    if isinstance(directory := normalized(normalize_dir, path), BackendError):
+        return protocol.GlobResult(error=directory)
     listing = yield from _list_all()
     result = listing.for_listing().glob(pattern, path)
     return protocol.GlobResult(error=result.error, matches=listing.strip(result.matches))
 
 
 def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.WriteResult]:
-    try:
-        path = normalize_file_path(file_path)
-    except PathError as error:
-        return protocol.WriteResult(error=invalid_path(file_path, error))
+    if isinstance(path := normalized(normalize_file_path, file_path), BackendError):
+        return protocol.WriteResult(error=path)
     if path == "/":
         return _Snapshot({}).write(path, content)
     listing = yield from _list_all()

@@ -7,6 +7,7 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_path
@@ -34,13 +35,17 @@ __all__ = [
     "grep_lines",
     "invalid_path",
     "iso_timestamp",
+    "normalized",
     "now_iso",
     "pattern_error",
+    "positive_seconds",
     "read_window",
     "text_view",
     "too_large",
     "update_file_data",
 ]
+
+P = TypeVar("P")
 
 IMAGE_EXTENSIONS = {
     ".png": "image/png",
@@ -60,6 +65,14 @@ _SNIFF_BYTES = 8192
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string."""
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def positive_seconds(value: object) -> float | None:
+    """`value` as seconds when it is a positive finite number, else `None` (a bool, NaN,
+    infinity, zero or a negative number is no timeout)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < float("inf") else None
 
 
 def iso_timestamp(timestamp: float) -> str:
@@ -181,6 +194,14 @@ def invalid_path(raw: object, error: PathError) -> BackendError:
     return BackendError(ErrorKind.INVALID, raw if isinstance(raw, str) else None, error.reason)
 
 
+def normalized(normalize: Callable[[P], str], raw: P) -> str | BackendError:
+    """`normalize(raw)`, or the `INVALID` error when it refuses the path."""
+    try:
+        return normalize(raw)
+    except PathError as error:
+        return invalid_path(raw, error)
+
+
 def too_large(path: str | None, size: int, detail: str | None = None) -> BackendError | None:
     """The `TOO_LARGE` error when `size` bytes are over `MAX_EDIT_BYTES`, else `None`."""
     if size <= MAX_EDIT_BYTES:
@@ -191,10 +212,8 @@ def too_large(path: str | None, size: int, detail: str | None = None) -> Backend
 def delete_target(file_path: str) -> str | DeleteResult:
     """`file_path` normalised for `delete`, or the refusal: a path `normalize_path` refuses,
     or `/` itself (deleting every file in one call is never what a model means)."""
-    try:
-        path = normalize_path(file_path)
-    except PathError as error:
-        return DeleteResult(error=invalid_path(file_path, error))
+    if isinstance(path := normalized(normalize_path, file_path), BackendError):
+        return DeleteResult(error=path)
     if path == "/":
         return DeleteResult(error=BackendError(ErrorKind.INVALID, "/", "the root directory"))
     return path
@@ -343,10 +362,8 @@ def grep_files(
     search stops once `max_count` matches are found and then reports `truncated` if any
     further match exists.
     """
-    try:
-        directory = normalize_dir(path)
-    except PathError as error:
-        return GrepResult(error=invalid_path(path, error))
+    if isinstance(directory := normalized(normalize_dir, path), BackendError):
+        return GrepResult(error=directory)
     budget = GlobBudget()  # bounds the matching work of this whole search
     try:
         if glob:

@@ -403,9 +403,8 @@ class RemoteSession:
                         totals = self._usage.setdefault(thread_id, {}).setdefault(
                             key, AgentTotals())
                         tokens = message.usage_metadata or {}
-                        totals.calls += 1
-                        totals.input_tokens += tokens.get("input_tokens", 0)
-                        totals.output_tokens += tokens.get("output_tokens", 0)
+                        totals.add(AgentTotals(1, tokens.get("input_tokens", 0),
+                                               tokens.get("output_tokens", 0)))
 
     def _cancel(self, thread_id: str, run_id: str | None) -> None:
         if run_id is None:

@@ -142,10 +142,7 @@ class Session:
         for name, figures in usage.task_totals().values():  # async subagents, run elsewhere
             counted.append(((name, models.get(name)), figures))
         for key, figures in counted:
-            into = totals.setdefault(key, AgentTotals())
-            into.calls += figures.calls
-            into.input_tokens += figures.input_tokens
-            into.output_tokens += figures.output_tokens
+            totals.setdefault(key, AgentTotals()).add(figures)
 
     def operate(self, thread_id: str,
                 operation: Callable[[Any, Any], Awaitable[T]]) -> T:

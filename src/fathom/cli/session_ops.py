@@ -23,6 +23,7 @@ from typing import Any, cast
 from fathom.cli.pricing import PRICES_AS_OF, find_price, price_help
 from fathom.project.build import DEFAULT_MODELS, KEY_VARIABLES, ModelSetupError, build_backend
 from fathom.project.undo import RestoreReport, TurnRecord, restore_files
+from fathom.usage import AgentTotals
 
 __all__ = ["COMPACT_KEEP_MESSAGES", "compact_thread", "cost_report", "switch_model",
            "undo_last_turn"]
@@ -266,7 +267,7 @@ def cost_report(session: Any, thread_id: str) -> str:
     configured = getattr(getattr(session.setup, "config", None), "prices", None) or {}
     header = ("agent", "model", "calls", "input tokens", "output tokens", "estimate")
     rows: list[tuple[str, ...]] = []
-    total_cost, calls, tokens_in, tokens_out = 0.0, 0, 0, 0
+    total_cost, overall = 0.0, AgentTotals()
     unpriced: list[str] = []
     sources: set[str] = set()
     for (agent, model), totals in usage.items():
@@ -280,15 +281,14 @@ def cost_report(session: Any, thread_id: str) -> str:
             total_cost += cost
             sources.add(price.source)
             estimate = f"${cost:.4f}"
-        calls += totals.calls
-        tokens_in += totals.input_tokens
-        tokens_out += totals.output_tokens
+        overall.add(totals)
         rows.append((agent, model or "(unknown)", str(totals.calls),
                      f"{totals.input_tokens:,}", f"{totals.output_tokens:,}", estimate))
     total_estimate = f"${total_cost:.4f}" if sources else "—"
     if sources and unpriced:
         total_estimate += "+"
-    rows.append(("total", "", str(calls), f"{tokens_in:,}", f"{tokens_out:,}", total_estimate))
+    rows.append(("total", "", str(overall.calls), f"{overall.input_tokens:,}",
+                 f"{overall.output_tokens:,}", total_estimate))
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
     def line(row: tuple[str, ...]) -> str:

@@ -29,6 +29,7 @@ from fathom.backends.protocol import (
     resolve_backend,
     supports_execute,
 )
+from fathom.backends.utils import positive_seconds
 from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
@@ -179,13 +180,6 @@ def _writer(runtime: ToolRuntime) -> Callable[[str], None] | None:
     return send
 
 
-def _cap(value: object) -> float | None:
-    """`value` as a timeout cap when it is a positive finite number, else `None`."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < float("inf") else None
-
-
 def _capped(
     timeout: int | None, middleware: ExecuteMiddleware, backend: Any
 ) -> tuple[float | None, str]:
@@ -194,8 +188,8 @@ def _capped(
     The cap is the smallest of the middleware's `max_timeout` and the backend's own
     `max_timeout` attribute (the built-in backends have one); the model cannot raise it.
     """
-    found = (_cap(middleware.max_timeout), _cap(getattr(backend, "max_timeout", None)))
-    caps = [cap for cap in found if cap is not None]
+    found = (middleware.max_timeout, getattr(backend, "max_timeout", None))
+    caps = [cap for cap in map(positive_seconds, found) if cap is not None]
     if timeout is None or not caps or timeout <= min(caps):
         return timeout, ""
     cap = min(caps)
@@ -298,7 +292,7 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
                 f"max_inline_chars must be an int of at least 100, not {max_inline_chars!r}."
             )
         self.max_inline_chars: int = max_inline_chars
-        if max_timeout is not None and _cap(max_timeout) is None:
+        if max_timeout is not None and positive_seconds(max_timeout) is None:
             raise ValueError(
                 f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
             )

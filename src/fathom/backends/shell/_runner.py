@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fathom.backends.protocol import ExecuteResponse
+from fathom.backends.utils import positive_seconds
 from fathom.tool_answers import Failure, attempt
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ProcessResult",
     "arun_process",
     "check_request",
+    "check_timeouts",
     "kill_group",
     "run_process",
 ]
@@ -102,6 +104,17 @@ class ProcessResult:
         if lines:
             text = "\n".join([text.rstrip("\n"), *lines] if text else lines)
         return ExecuteResponse(output=text, exit_code=self.exit_code, truncated=self.capped)
+
+
+def check_timeouts(timeout: object, max_timeout: object) -> None:
+    """Raise `ValueError` unless a shell backend's `timeout` is a positive number of
+    seconds and its `max_timeout` one too or `None`."""
+    if positive_seconds(timeout) is None:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+    if max_timeout is not None and positive_seconds(max_timeout) is None:
+        raise ValueError(
+            f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
+        )
 
 
 def check_request(

@@ -41,6 +41,7 @@ from fathom.backends.shell._runner import (
     ProcessResult,
     arun_process,
     check_request,
+    check_timeouts,
     kill_group,
     run_process,
 )
@@ -388,15 +389,6 @@ class _DiskGuard:
             self._thread.join()
 
 
-def _positive(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value == value  # not NaN
-        and 0 < value < float("inf")
-    )
-
-
 def _host_id(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**32 - 1:
         raise ValueError(
@@ -472,12 +464,7 @@ class BubblewrapSandbox(FilesystemBackend):
         sandbox_gid: int | None = None,
     ) -> None:
         super().__init__(root_dir, virtual_mode=True, max_file_size_mb=max_file_size_mb)
-        if not _positive(timeout):
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
-        if max_timeout is not None and not _positive(max_timeout):
-            raise ValueError(
-                f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
-            )
+        check_timeouts(timeout, max_timeout)
         for name, value in (
             ("max_output_bytes", max_output_bytes),
             ("max_processes", max_processes),

@@ -6,7 +6,6 @@ UNSAFE: nothing here is a sandbox. See the class docstring.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from fathom.backends.shell._runner import (
     OutputCallback,
     arun_process,
     check_request,
+    check_timeouts,
     run_process,
 )
 
@@ -96,12 +96,7 @@ class LocalShellBackend(FilesystemBackend):
         max_file_size_mb: float = 10,
     ) -> None:
         super().__init__(root_dir, virtual_mode, max_file_size_mb)
-        if not _valid_timeout(timeout):
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
-        if max_timeout is not None and not _valid_timeout(max_timeout):
-            raise ValueError(
-                f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
-            )
+        check_timeouts(timeout, max_timeout)
         if isinstance(max_output_bytes, bool) or not (
             isinstance(max_output_bytes, int) and max_output_bytes > 0
         ):
@@ -196,12 +191,3 @@ class LocalShellBackend(FilesystemBackend):
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """Read each path's bytes (any size), resolving paths like the file tools."""
         return [self._download_one(path, sys.maxsize) for path in paths]
-
-
-def _valid_timeout(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )

@@ -40,6 +40,7 @@ from fathom.backends.protocol import (
     run_call,
 )
 from fathom.backends.state import StateBackend
+from fathom.backends.utils import positive_seconds
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
 from fathom.middleware.context.budget import OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
@@ -400,11 +401,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         _check_limit(
             "human_message_token_limit_before_evict", human_message_token_limit_before_evict
         )
-        if max_execute_timeout is not None and (
-            isinstance(max_execute_timeout, bool)
-            or not isinstance(max_execute_timeout, int | float)
-            or not 0 < max_execute_timeout < float("inf")
-        ):
+        if max_execute_timeout is not None and positive_seconds(max_execute_timeout) is None:
             raise ValueError(
                 "max_execute_timeout must be a positive number of seconds or None, not "
                 f"{max_execute_timeout!r}"
