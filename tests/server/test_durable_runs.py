@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -175,5 +176,37 @@ async def test_a_run_on_one_replica_is_joined_streamed_and_cancelled_from_anothe
     assert (await on_two.runs.get(cancelled_thread, cancelled["run_id"]))["status"] == "interrupted"
     assert (await on_one.runs.get(cancelled_thread, cancelled["run_id"]))["status"] == "interrupted"
     assert (await on_one.threads.get(cancelled_thread))["status"] != "busy"
+    for client in (on_one, on_two):
+        await client.http.client.aclose()
+
+
+async def test_multitask_strategies_see_the_threads_runs_on_every_replica(
+    workdir: Path, servers: list[ServerProcess], postgres_uri: str, new_gate: Callable[[], Gate]
+) -> None:
+    one, two = _replica(workdir, postgres_uri, "-a"), _replica(workdir, postgres_uri, "-b")
+    servers.extend([one, two])
+    one.start()
+    two.start()
+    on_one, on_two = get_client(url=one.url, api_key=None), get_client(url=two.url, api_key=None)
+    held, opened = new_gate(), new_gate()
+    opened.release()
+    thread_id = (await on_one.threads.create())["thread_id"]
+    first = await on_one.runs.create(thread_id, "gated", input=held.input("first"))
+    await wait_started(held)
+
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await on_two.runs.create(thread_id, "gated", input=opened.input("refused"),
+                                 multitask_strategy="reject")  # fmt: skip
+    assert refused.value.response.status_code == 409
+    queued = await on_two.runs.create(thread_id, "gated", input=opened.input("queued"),
+                                      multitask_strategy="enqueue")  # fmt: skip
+    assert (await on_one.runs.get(thread_id, queued["run_id"]))["status"] == "pending"
+    replacing = await on_two.runs.create(thread_id, "gated", input=opened.input("replacing"),
+                                         multitask_strategy="interrupt")  # fmt: skip
+    final = await on_one.runs.join(thread_id, replacing["run_id"])
+
+    assert (await on_two.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
+    assert (await on_two.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+    assert contents(final) == ["first", "replacing", "released: replacing"]
     for client in (on_one, on_two):
         await client.http.client.aclose()
