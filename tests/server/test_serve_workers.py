@@ -155,3 +155,26 @@ async def test_a_killed_worker_is_replaced_and_sigterm_stops_them_all(
     assert not children(server.pid)
     for worker in (survivor, fresh):
         assert not Path(f"/proc/{worker}").exists()
+
+
+async def test_workers_stop_when_their_supervisor_is_killed(server: WorkersServer) -> None:
+    await wait_announced(server)
+    workers = children(server.pid)
+    assert len(workers) == WORKERS
+    assert server.process is not None
+    os.kill(server.pid, signal.SIGKILL)  # the parent alone: no chance to stop its workers
+    server.process.wait(timeout=60)
+
+    async def all_gone() -> bool:
+        return not any(_alive(worker) for worker in workers)
+
+    await eventually(all_gone, "the orphaned workers to stop")
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting to be reaped does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -185,6 +185,8 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
     from fathom.server.storage import open_storage
 
     state_dir = config_path.parent / ".fathom"
+    if options.worker_socket is not None:
+        _stop_with_parent()
     async with AsyncExitStack() as stack:
         _lock_storage(stack, options.database, state_dir)  # before anything reads the storage
         deployment = load_deployment(config_path)
@@ -273,6 +275,31 @@ async def _announce(options: ServeOptions, url: str, graphs: Sequence[str], stor
               file=out, flush=True)  # fmt: skip
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SUPERVISOR_ENV = "FATHOM_SUPERVISOR_PID"
+"""Tells a worker its supervisor's pid, to notice a supervisor that died before it started."""
+
+
+def _stop_with_parent() -> None:
+    """Have the kernel send this worker SIGTERM when its parent dies, even by SIGKILL.
+
+    Without it, workers of a killed `fathom serve --workers N` would go on serving its port
+    unsupervised. SIGTERM stops a worker cleanly (with PostgreSQL its runs go back to the
+    queue). Linux only; elsewhere a worker outlives a killed parent.
+    """
+    import ctypes
+    import ctypes.util
+
+    parent = int(os.environ.get(SUPERVISOR_ENV) or os.getppid())
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        logger.warning("this system cannot stop a worker when its parent dies")
+    if os.getppid() != parent:  # the parent died before the request took effect
+        raise ServeError("the supervising fathom serve exited before this worker started")
+
+
 def _inherited_sockets(options: ServeOptions) -> list[socket.socket] | None:
     """In a worker, the parent's listening socket; None: uvicorn binds the port itself."""
     if options.worker_socket is None:
@@ -300,7 +327,7 @@ async def _serve_workers(options: ServeOptions, config_path: Path) -> None:
         def command(socket_fd: int, report_fd: int) -> list[str]:
             return _worker_command(options, config_path, port, socket_fd, report_fd)
 
-        env = {**os.environ, API_KEY_ENV: options.api_key or ""}
+        env = {**os.environ, API_KEY_ENV: options.api_key or "", SUPERVISOR_ENV: str(os.getpid())}
         pool = WorkerPool(command, sock, options.workers, env=env)
         stop = asyncio.Event()
         with _stop_on_signals(stop):
