@@ -11,12 +11,19 @@ are durable: a server restarted on the same storage finds its threads, checkpoin
 Both SQLite files use write-ahead logging with `synchronous=NORMAL` (SQLite's recommended
 setting for WAL, https://www.sqlite.org/pragma.html#pragma_synchronous): a commit appends to
 the WAL file without waiting for the disk, and the WAL is synced to disk at each checkpoint of
-the WAL into the database. The database is never corrupted. A crash of the server process
-(kill -9 included) loses nothing committed, because committed pages are already in the
+the WAL into the database, which a worker thread runs once a second (`sqlite_inline.
+WalCheckpointer`), never a commit. The database is never corrupted. A crash of the server
+process (kill -9 included) loses nothing committed, because committed pages are already in the
 operating system's file cache; a power loss or an operating-system crash can roll back the
 last transactions committed before it (the last checkpoints and records), leaving an older,
 consistent state. `synchronous=FULL` would sync on every commit, at a cost on every
 checkpoint a run writes.
+
+The SQLite statements run on the event loop's thread, one connection per file
+(`sqlite_inline`: LangGraph's sync `SqliteSaver` and `SqliteStore` behind async methods): a
+statement on a local file costs less than the worker-thread round trips of LangGraph's
+aiosqlite classes, of which a run needed dozens. A store with a semantic-search `index` stays
+on LangGraph's `AsyncSqliteStore`, because its batches call the embedding model.
 
 The store's `index` (semantic search) and `ttl` settings, e.g. from `langgraph.json`, are given
 to the store; with `ttl.sweep_interval_minutes` the store's expiry sweeper runs while storage
