@@ -22,7 +22,9 @@ over HTTP, in this process. Per server:
    `runs.wait` (a new thread per run), p50 and p99;
 3. throughput: `--concurrent` runs of the same kind shared by `--clients` concurrent clients
    (each its own `get_client`, hence its own connection pool, and a new thread per run);
-   runs per second over the whole batch's wall time;
+   runs per second over the whole batch's wall time, and the server's CPU per run in that
+   batch (user + system seconds over its process tree, from `/proc`): throughput depends on
+   what else the machine runs, the CPU a run costs the server much less;
 4. time to the first SSE event: `--streams` runs, one after another, each `threads.create`
    then `runs.stream(stream_mode="values")`, from the call to the first event (`metadata`),
    p50 (the stream is read to its end before the next one);
@@ -53,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,8 +125,8 @@ def server_command(kind: str, config: Path, port: int, jobs: int) -> list[str]:
             "--n-jobs-per-worker", str(jobs), "--config", str(config)]  # fmt: skip
 
 
-def tree_rss_mib(pid: int) -> float:
-    """The sum of `VmRSS` over `pid` and all its descendants, in MiB (Linux `/proc`)."""
+def _tree_pids(pid: int) -> list[int]:
+    """`pid` and all its descendants now (Linux `/proc`)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -133,15 +135,35 @@ def tree_rss_mib(pid: int) -> float:
             stat = (entry / "stat").read_text()
             parent = int(stat.rsplit(")", 1)[1].split()[1])
             children.setdefault(parent, []).append(int(entry.name))
-    total_kib, todo = 0, [pid]
+    found, todo = [], [pid]
     while todo:
         current = todo.pop()
+        found.append(current)
         todo.extend(children.get(current, []))
+    return found
+
+
+def tree_rss_mib(pid: int) -> float:
+    """The sum of `VmRSS` over `pid` and all its descendants, in MiB (Linux `/proc`)."""
+    total_kib = 0
+    for current in _tree_pids(pid):
         with contextlib.suppress(OSError, StopIteration, ValueError):
             with open(f"/proc/{current}/status", encoding="utf-8") as handle:
                 line = next(line for line in handle if line.startswith("VmRSS:"))
             total_kib += int(line.split()[1])
     return total_kib / 1024
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, with exited children's) used so far by `pid` and all its
+    descendants (Linux `/proc`). Unlike throughput, the CPU a server spends per run does not
+    depend on what else the machine runs."""
+    ticks = 0
+    for current in _tree_pids(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -277,8 +299,11 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-async def measure(url: str, settings: Settings) -> dict[str, Any]:
-    """The client-side figures for the server at `url` (see the module docstring)."""
+async def measure(
+    url: str, settings: Settings, cpu_s: Callable[[], float] = lambda: 0.0
+) -> dict[str, Any]:
+    """The client-side figures for the server at `url` (see the module docstring), and the
+    server's CPU per run of the concurrent batch, from `cpu_s` (its CPU seconds so far)."""
     from langgraph_sdk import get_client
 
     client = get_client(url=url)
@@ -296,9 +321,10 @@ async def measure(url: str, settings: Settings) -> dict[str, Any]:
             done += 1
         return done
 
-    started = time.perf_counter()
+    cpu_before, started = cpu_s(), time.perf_counter()
     done = await asyncio.gather(*(worker(own) for own in clients))
     concurrent_s = time.perf_counter() - started
+    server_cpu_s = cpu_s() - cpu_before
     if sum(done) != settings.concurrent:
         raise WrongReply(f"{sum(done)} of {settings.concurrent} concurrent runs finished")
 
@@ -311,6 +337,7 @@ async def measure(url: str, settings: Settings) -> dict[str, Any]:
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "concurrent_s": concurrent_s,
         "runs_per_s": settings.concurrent / concurrent_s,
+        "cpu_ms_per_run": server_cpu_s / settings.concurrent * 1000,
         "first_event_ms": [round(first * 1000, 3) for first, _ in streams],
         "first_event_p50_ms": statistics.median(first for first, _ in streams) * 1000,
         "stream_total_p50_ms": statistics.median(total for _, total in streams) * 1000,
@@ -337,7 +364,8 @@ def run_side(kind: str, settings: Settings) -> dict[str, Any]:
         start_s = server.start()
         try:
             idle_rss = server.rss_mib()
-            figures = asyncio.run(measure(server.url, settings))
+            pid = server.process.pid if server.process is not None else 0
+            figures = asyncio.run(measure(server.url, settings, lambda: tree_cpu_s(pid)))
             figures["rss_mib"] = server.rss_mib()
         except Exception as error:
             raise RuntimeError(f"{kind}: {error}\nserver log:\n{server.log()}") from error
@@ -347,7 +375,8 @@ def run_side(kind: str, settings: Settings) -> dict[str, Any]:
            "start_s": start_s, "idle_rss_mib": idle_rss, **figures}  # fmt: skip
     print(
         f"  {kind:<15} p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
-        f"{row['runs_per_s']:.1f} runs/s ({settings.clients} clients), first SSE event "
+        f"{row['runs_per_s']:.1f} runs/s ({settings.clients} clients) at "
+        f"{row['cpu_ms_per_run']:.1f} ms server CPU a run, first SSE event "
         f"{row['first_event_p50_ms']:.1f} ms, RSS {row['rss_mib']:.0f} MiB "
         f"(idle {idle_rss:.0f}), started in {start_s:.1f} s",
         file=sys.stderr, flush=True,
@@ -376,6 +405,7 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("p50_ms", "create-to-done latency, p50", "ms", "lower"),
     ("p99_ms", "create-to-done latency, p99", "ms", "lower"),
     ("runs_per_s", "throughput, {clients} concurrent clients", "runs/s", "higher"),
+    ("cpu_ms_per_run", "server CPU per run, {clients} concurrent clients", "ms", "lower"),
     ("first_event_p50_ms", "time to first SSE event, p50", "ms", "lower"),
     ("rss_mib", "server RSS after the load", "MiB", "lower"),
 )

@@ -39,6 +39,7 @@ def test_fathom_side_measures_every_figure(fathom_row: dict[str, Any], tiny: Any
     assert len(row["latency_ms"]) == tiny.sequential and all(v > 0 for v in row["latency_ms"])
     assert 0 < row["p50_ms"] <= row["p99_ms"] == pytest.approx(max(row["latency_ms"]), abs=0.01)
     assert row["runs_per_s"] == pytest.approx(tiny.concurrent / row["concurrent_s"])
+    assert row["cpu_ms_per_run"] > 0  # a run through HTTP and a graph costs the server CPU
     assert len(row["first_event_ms"]) == tiny.streams
     assert 0 < row["first_event_p50_ms"] <= row["stream_total_p50_ms"]
     # The whole tree of a Python server holding LangChain and LangGraph is tens of MiB.
@@ -54,6 +55,7 @@ def test_rows_table_and_json_from_fathom_alone(
         "create-to-done latency, p50",
         "create-to-done latency, p99",
         "throughput, 3 concurrent clients",
+        "server CPU per run, 3 concurrent clients",
         "time to first SSE event, p50",
         "server RSS after the load",
     ]
@@ -69,7 +71,7 @@ def test_rows_table_and_json_from_fathom_alone(
 
 def test_ratios_and_goals(server: ModuleType, tiny: Any) -> None:
     def side(p50: float, runs: float) -> dict[str, float]:
-        return {"p50_ms": p50, "p99_ms": p50 * 2, "runs_per_s": runs,
+        return {"p50_ms": p50, "p99_ms": p50 * 2, "runs_per_s": runs, "cpu_ms_per_run": 8.0,
                 "first_event_p50_ms": 5.0, "rss_mib": 100.0}  # fmt: skip
 
     results = {"fathom": side(40.0, 30.0), "langgraph dev": side(100.0, 10.0)}
@@ -114,6 +116,43 @@ def test_tree_rss_adds_up_the_whole_process_tree(server: ModuleType) -> None:
         both = _own_rss(parent.pid) + _own_rss(child_pid)
         assert server.tree_rss_mib(parent.pid) == pytest.approx(both, abs=1.0)
         assert server.tree_rss_mib(parent.pid) > _own_rss(parent.pid) + 1
+    finally:
+        parent.communicate("", timeout=60)
+
+
+BUSY_CHILD = """
+import subprocess, sys
+code = ('import sys\\n'
+        'while sys.stdin.readline().strip() == "spin":\\n'
+        '    sum(range(3_000_000))\\n'
+        '    print("spun", flush=True)')
+child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+print(child.pid, flush=True)
+for line in sys.stdin:
+    child.stdin.write(line)
+    child.stdin.flush()
+    if line.strip() == "spin":
+        print(child.stdout.readline().strip(), flush=True)
+child.communicate("")
+"""
+"""A Python that passes its input to a child Python, which burns CPU on each `spin` line."""
+
+
+def test_tree_cpu_counts_the_children(server: ModuleType) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", BUSY_CHILD], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert parent.stdin is not None and parent.stdout is not None
+        child_pid = int(parent.stdout.readline())
+        before_tree, before_child = server.tree_cpu_s(parent.pid), server.tree_cpu_s(child_pid)
+        for _ in range(5):
+            parent.stdin.write("spin\n")
+            parent.stdin.flush()
+            assert parent.stdout.readline().strip() == "spun"
+        child_used = server.tree_cpu_s(child_pid) - before_child
+        assert child_used > 0.05  # five sums over 3,000,000 numbers
+        assert server.tree_cpu_s(parent.pid) - before_tree >= child_used
     finally:
         parent.communicate("", timeout=60)
 

@@ -76,10 +76,10 @@ async def test_store_ttl_settings_reach_the_store_and_its_sweeper_runs(tmp_path:
     async with open_storage(None, tmp_path, ttl=ttl) as storage:
         store = storage.store
         assert getattr(store, "ttl_config", None) == ttl
-        task = getattr(store, "_ttl_sweeper_task", None)
-        assert task is not None
-        assert not task.done()
-    assert task.done()
+        sweeper = getattr(store, "_ttl_sweeper_thread", None)  # SqliteStore's sweeper thread
+        assert sweeper is not None
+        assert sweeper.is_alive()
+    assert not sweeper.is_alive()
 
 
 async def test_an_unsupported_database_url_is_a_clear_error(tmp_path: Path):

@@ -11,12 +11,19 @@ are durable: a server restarted on the same storage finds its threads, checkpoin
 Both SQLite files use write-ahead logging with `synchronous=NORMAL` (SQLite's recommended
 setting for WAL, https://www.sqlite.org/pragma.html#pragma_synchronous): a commit appends to
 the WAL file without waiting for the disk, and the WAL is synced to disk at each checkpoint of
-the WAL into the database. The database is never corrupted. A crash of the server process
-(kill -9 included) loses nothing committed, because committed pages are already in the
+the WAL into the database, which a worker thread runs once a second (`sqlite_inline.
+WalCheckpointer`), never a commit. The database is never corrupted. A crash of the server
+process (kill -9 included) loses nothing committed, because committed pages are already in the
 operating system's file cache; a power loss or an operating-system crash can roll back the
 last transactions committed before it (the last checkpoints and records), leaving an older,
 consistent state. `synchronous=FULL` would sync on every commit, at a cost on every
 checkpoint a run writes.
+
+The SQLite statements run on the event loop's thread, one connection per file
+(`sqlite_inline`: LangGraph's sync `SqliteSaver` and `SqliteStore` behind async methods): a
+statement on a local file costs less than the worker-thread round trips of LangGraph's
+aiosqlite classes, of which a run needed dozens. A store with a semantic-search `index` stays
+on LangGraph's `AsyncSqliteStore`, because its batches call the embedding model.
 
 The store's `index` (semantic search) and `ttl` settings, e.g. from `langgraph.json`, are given
 to the store; with `ttl.sweep_interval_minutes` the store's expiry sweeper runs while storage
@@ -25,10 +32,11 @@ is open.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -91,9 +99,28 @@ def _redacted(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
 
 
-async def _sqlite(stack: AsyncExitStack, state_dir: Path, index: Any, ttl: Any) -> Storage:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+async def _async_indexed_store(
+    stack: AsyncExitStack, path: Path, index: Any, ttl: Any
+) -> BaseStore:
+    """LangGraph's aiosqlite store, for a store with a semantic-search index."""
     from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    store = await stack.enter_async_context(
+        AsyncSqliteStore.from_conn_string(str(path), index=index, ttl=ttl))  # fmt: skip
+    await store.conn.execute("PRAGMA journal_mode=WAL")
+    await store.conn.execute("PRAGMA synchronous=NORMAL")
+    await store.conn.execute("PRAGMA wal_autocheckpoint=0")  # WalCheckpointer does it
+    await store.setup()
+    return store
+
+
+async def _sqlite(stack: AsyncExitStack, state_dir: Path, index: Any, ttl: Any) -> Storage:
+    from fathom.server.sqlite_inline import (
+        InlineSqliteSaver,
+        InlineSqliteStore,
+        WalCheckpointer,
+        connect,
+    )
 
     if index is not None and not sqlite_can_index():
         raise StorageError(
@@ -106,17 +133,20 @@ async def _sqlite(stack: AsyncExitStack, state_dir: Path, index: Any, ttl: Any) 
         raise StorageError(f"cannot create the state folder {state_dir}: {error}; pass "
                            "--database postgresql://... or run where it is writable"
                            ) from error  # fmt: skip
-    checkpoints, items = str(state_dir / CHECKPOINTS_FILE), str(state_dir / STORE_FILE)
-    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(checkpoints))
-    store = await stack.enter_async_context(
-        AsyncSqliteStore.from_conn_string(items, index=index, ttl=ttl))  # fmt: skip
-    for conn in (saver.conn, store.conn):
-        # WAL lets readers run while a run writes; the files are only this server's.
-        # NORMAL: no disk sync per commit (see the module docstring for what that risks).
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-    await saver.setup()
-    await store.setup()
+    checkpoints, items = state_dir / CHECKPOINTS_FILE, state_dir / STORE_FILE
+    saver = InlineSqliteSaver(stack.enter_context(closing(connect(checkpoints))))
+    saver.setup()
+    store: BaseStore
+    if index is None:
+        inline = InlineSqliteStore(stack.enter_context(closing(connect(items, autocommit=True))),
+                                   ttl=ttl)  # fmt: skip
+        inline.setup()
+        store = inline
+    else:  # the embedding model may be a network call: keep it off the loop (aiosqlite)
+        store = await _async_indexed_store(stack, items, index, ttl)
+    wal = WalCheckpointer([checkpoints, items])
+    wal.start()
+    stack.push_async_callback(wal.stop)
     return Storage(saver, store, f"SQLite in {state_dir}")
 
 
@@ -158,6 +188,17 @@ async def _postgres(stack: AsyncExitStack, url: str, index: Any, ttl: Any) -> St
     return Storage(saver, store, f"PostgreSQL at {_redacted(url)}")
 
 
+async def _maybe_await(result: Any) -> None:
+    """Await `result` if it is awaitable: the async stores' sweeper methods are coroutines,
+    the sync `SqliteStore`'s (on the inline SQLite store) are plain calls."""
+    if inspect.isawaitable(result):
+        await result
+
+
+async def _stop_sweeper(store: Any) -> None:
+    await _maybe_await(store.stop_ttl_sweeper())
+
+
 @asynccontextmanager
 async def open_storage(
     database: str | None,
@@ -193,7 +234,7 @@ async def open_storage(
         sweep = (ttl_config or {}).get("sweep_interval_minutes")
         if sweep:
             store: Any = storage.store  # both LangGraph stores have the sweeper; BaseStore does not
-            await store.start_ttl_sweeper(int(sweep))
-            stack.push_async_callback(store.stop_ttl_sweeper)
+            await _maybe_await(store.start_ttl_sweeper(int(sweep)))
+            stack.push_async_callback(_stop_sweeper, store)
         logger.info("storage: %s", storage.description)
         yield storage
