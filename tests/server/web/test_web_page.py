@@ -150,6 +150,8 @@ def test_a_lost_connection_rejoins_where_it_left_off(page: Any, web_server: WebS
     new_thread(page)
     send(page, "slow")
     web_server.wait_until_held()
+    # The page has an event id to rejoin from only once it has shown an event of the run.
+    expect(page.locator(".msg.ai", has_text="Starting the slow step.")).to_have_count(1)
     rejoins: list[dict[str, str]] = []
     page.on("request", lambda r: r.url.endswith("/stream") and r.method == "GET"
             and rejoins.append(r.headers))  # fmt: skip
