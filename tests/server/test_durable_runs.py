@@ -11,6 +11,8 @@ order: none lost, none duplicated.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -208,5 +210,44 @@ async def test_multitask_strategies_see_the_threads_runs_on_every_replica(
     assert (await on_two.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
     assert (await on_two.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
     assert contents(final) == ["first", "replacing", "released: replacing"]
+    for client in (on_one, on_two):
+        await client.http.client.aclose()
+
+
+async def test_a_stalled_replica_that_lost_its_lease_stops_the_run_and_records_nothing(
+    workdir: Path, servers: list[ServerProcess], postgres_uri: str, new_gate: Callable[[], Gate]
+) -> None:
+    one = _replica(workdir, postgres_uri, "-a")
+    servers.append(one)
+    one.start()
+    on_one = get_client(url=one.url, api_key=None)
+    gate = new_gate()
+    thread_id = (await on_one.threads.create())["thread_id"]
+    run = await on_one.runs.create(thread_id, "gated", input=gate.input("held"))
+    await wait_started(gate)  # claimed by the first replica, the only one then
+    two = _replica(workdir, postgres_uri, "-b")
+    servers.append(two)
+    two.start()
+    on_two = get_client(url=two.url, api_key=None)
+
+    assert one.process is not None
+    (gate.path / "started").unlink()
+    os.kill(one.process.pid, signal.SIGSTOP)  # stalled past its lease, not dead
+    try:
+        await wait_started(gate)  # the second replica re-queued the run and resumed it
+    finally:
+        os.kill(one.process.pid, signal.SIGCONT)
+
+    async def gave_up() -> bool:
+        return "lost the lease" in one.log(tail=100_000)
+
+    await eventually(gave_up, "the stalled replica to notice its lease was taken")
+    assert (await on_one.runs.get(thread_id, run["run_id"]))["status"] == "running"  # not ended
+    gate.release()
+    assert contents(await on_two.runs.join(thread_id, run["run_id"])) == ["held", "released: held"]
+    assert (await on_one.runs.get(thread_id, run["run_id"]))["status"] == "success"
+    assert contents((await on_one.threads.get_state(thread_id))["values"]) == [
+        "held", "released: held"
+    ]  # fmt: skip
     for client in (on_one, on_two):
         await client.http.client.aclose()

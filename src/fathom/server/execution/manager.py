@@ -309,19 +309,15 @@ class RunManager:
                 self._slots.release()
                 await self.queue.wait_for_work()
                 continue
-            await self._start_claimed(claim)
+            self._start_claimed(claim)
 
-    async def _start_claimed(self, claim: Claim) -> None:
-        assert self.queue is not None
-        run = claim.run
-        run_id = run["run_id"]
-        earlier: list[tuple[str, bytes]] = []
-        if claim.attempt > 1:  # a dead server's run: its stream goes on from its last event
-            earlier = [(event, data) for _, event, data in await self.queue.events(run_id, -1)]
+    def _start_claimed(self, claim: Claim) -> None:
+        run_id = claim.run["run_id"]
+        if claim.attempt > 1:  # a dead server's run: its stream goes on after its last event
             logger.warning("resuming run %s (attempt %d) from its last checkpoint",
                            run_id, claim.attempt)  # fmt: skip
         self._held.add(run_id)
-        self._launch(run, claim.attempt, earlier)
+        self._launch(claim.run, claim.attempt, claim.earlier)
         if claim.cancel:
             self._cancel_here(run_id, claim.cancel)
 

@@ -111,6 +111,8 @@ class Claim:
     run: dict[str, Any]
     attempt: int
     cancel: str | None
+    earlier: list[tuple[str, bytes]]
+    """The stream events of its earlier attempts (a dead server's run goes on after them)."""
 
 
 class _Signals:
@@ -238,21 +240,29 @@ class PostgresRunQueue:
     async def claim(self) -> Claim | None:
         """Take the next runnable run for this server, or None when there is none now.
 
-        A database error is logged and answers None: the dispatcher waits and tries again.
+        A database error is logged and answers None: the dispatcher waits and tries again. A
+        run claimed but not handed over that way is not renewed: its lease expires and any
+        server claims it again.
         """
         self._work.clear()
         try:
             async with self._pool.connection() as conn:
                 row = await _one(conn, _CLAIM, {"owner": self.owner, "lease": self.lease_seconds})
+                if row is None:
+                    return None
+                run_id, record, attempt, cancel = row
+                earlier = await _all(
+                    conn,
+                    "SELECT event, data FROM fathom_run_events WHERE run_id = %s ORDER BY seq",
+                    (run_id,),
+                ) if attempt > 1 else []  # fmt: skip
         except PostgresError as error:  # a unique violation too: another server won the thread
             logger.warning("could not claim a run: %s", error)
             return None
-        if row is None:
-            return None
-        run_id, record, attempt, cancel = row
         self._owned.add(run_id)
         noted = self._noted_cancels.pop(run_id, None)
-        return Claim(dict(record), int(attempt), cancel or noted)
+        events = [(str(event), bytes(data)) for event, data in earlier]
+        return Claim(dict(record), int(attempt), cancel or noted, events)
 
     async def wait_for_work(self) -> None:
         """Return when a run may have been queued since the last `claim` began (a
@@ -277,14 +287,18 @@ class PostgresRunQueue:
         if not run_ids:
             return
         self._owned.difference_update(run_ids)
-        await self._write_events()
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "UPDATE fathom_run_queue SET status = 'pending', owner = NULL, lease_until = NULL,"
-                " attempt = attempt + 1 WHERE run_id = ANY(%s) AND owner = %s",
-                (list(run_ids), self.owner),
-            )
-            await conn.execute("SELECT pg_notify('fathom_queue', '')")
+        try:
+            await self._write_events()
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE fathom_run_queue SET status = 'pending', owner = NULL, "
+                    "lease_until = NULL, attempt = attempt + 1 "
+                    "WHERE run_id = ANY(%s) AND owner = %s",
+                    (list(run_ids), self.owner),
+                )
+                await conn.execute("SELECT pg_notify('fathom_queue', '')")
+        except PostgresError as error:  # their leases expire instead: the reaper re-queues them
+            logger.warning("could not hand runs back to the queue: %s", error)
 
     # cancels
     async def cancel(self, run_id: str, action: str) -> tuple[str, dict[str, Any] | None]:
