@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from _harness import REF_PYTHON, Row, positive_float, positive_int, print_table
-from server import fathom_binary, free_port, percentile, tree_rss_mib
 
 from fathom.testing.postgres import throwaway_postgres
+from server import fathom_binary, free_port, percentile, tree_rss_mib
 
 SECTION = "fathom serve replicas on one PostgreSQL"
 DEPLOY_DIR = Path(__file__).resolve().parent / "replicas_deploy"
@@ -275,9 +275,7 @@ async def _queue_rows(database: str) -> list[tuple[str, str, str | None, int]]:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
-        cursor = await conn.execute(
-            "SELECT run_id, status, owner, attempt FROM fathom_run_queue"
-        )
+        cursor = await conn.execute("SELECT run_id, status, owner, attempt FROM fathom_run_queue")
         return [(str(r[0]), str(r[1]), r[2], int(r[3])) for r in await cursor.fetchall()]
 
 
@@ -289,11 +287,13 @@ async def _watch_requeued(database: str, seen: set[str], stop: asyncio.Event) ->
             await asyncio.wait_for(stop.wait(), 0.1)
 
 
-async def recovery(database: str, replicas: Sequence[Replica], settings: Settings) -> dict[str, Any]:
+async def recovery(
+    database: str, replicas: Sequence[Replica], settings: Settings
+) -> dict[str, Any]:
     """Queue `slow_agent` runs over both replicas, kill one once they run, time the rest."""
     from langgraph_sdk import get_client
 
-    victim, survivor = replicas
+    victim = replicas[0]  # the survivor, replicas[1], answers every join below
     clients = [get_client(url=r.url, api_key=None) for r in replicas]
     runs: list[tuple[str, str, str]] = []
     for index in range(settings.recovery_threads):
@@ -335,7 +335,6 @@ async def recovery(database: str, replicas: Sequence[Replica], settings: Setting
     for _, status, owner, _ in at_kill:
         if status == "running" and owner:
             owners[owner] = owners.get(owner, 0) + 1
-    del survivor
     return {
         "lease_seconds": settings.lease_seconds,
         "runs": len(runs),
@@ -471,12 +470,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     defaults = Settings()
-    for name in ("runs", "clients", "jobs", "warmup", "starts", "recovery_threads"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=positive_int,
-                            default=getattr(defaults, name), help=f"default: {getattr(defaults, name)}")  # fmt: skip
-    for name in ("latency", "lease_seconds"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=positive_float,
-                            default=getattr(defaults, name), help=f"default: {getattr(defaults, name)}")  # fmt: skip
+    for name, value in asdict(defaults).items():
+        kind = positive_float if isinstance(value, float) else positive_int
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value,
+                            help=f"default: {value}")  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="JSON results file")
     args = parser.parse_args(argv)
     settings = Settings(**{name: getattr(args, name) for name in asdict(defaults)})
