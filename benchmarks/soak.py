@@ -197,12 +197,12 @@ class Soak:
         victims = list(range(1, len(self.pool.replicas))) or [0]
         count = 0
         while True:
-            wait = self.deadline - time.monotonic()
-            if wait <= self.settings.kill_every:
-                return
-            await asyncio.sleep(self.settings.kill_every)
-            index = victims[count % len(victims)]
             count += 1
+            due = self.started + count * self.settings.kill_every  # on a fixed schedule
+            if due >= self.deadline:
+                return
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            index = victims[(count - 1) % len(victims)]
             replica = self.pool.replicas[index]
             self.pool.up.discard(index)
             killed_at = time.monotonic() - self.started
