@@ -55,8 +55,8 @@ class MessagesState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def _last_human_text(messages: list[AnyMessage]) -> str:
-    for message in reversed(messages):
+def _last_human_text(state: MessagesState) -> str:
+    for message in reversed(state.get("messages", [])):
         if isinstance(message, HumanMessage):
             return str(message.text)
     return ""
@@ -68,11 +68,11 @@ def _one_node(name: str, node: Any) -> Any:
 
 
 def _child_step(state: MessagesState) -> dict[str, Any]:
-    return {"messages": [AIMessage(content=f"child: {_last_human_text(state['messages'])}")]}
+    return {"messages": [AIMessage(content=f"child: {_last_human_text(state)}")]}
 
 
 def _parent_step(state: MessagesState) -> dict[str, Any]:
-    return {"messages": [AIMessage(content=f"parent: {_last_human_text(state['messages'])}")]}
+    return {"messages": [AIMessage(content=f"parent: {_last_human_text(state)}")]}
 
 
 _child = _one_node("child_step", _child_step).compile(name="child")
