@@ -359,7 +359,8 @@ def print_report(data: dict[str, Any]) -> None:
           f"{len(data['out_of_order_threads'])}, hangs {len(data['hangs'])}")  # fmt: skip
     print(f"  runs not success: {data['not_success'] or 0}; busy threads at the end: "
           f"{len(data['busy_threads_at_end'])}")  # fmt: skip
-    print(f"  client calls retried on another replica: {data['client_errors'] or 0}")
+    print(f"  client calls that failed under a kill (joins and reads retried elsewhere, "
+          f"creates left unconfirmed): {data['client_errors'] or 0}")  # fmt: skip
     for row in data["rss"]:
         print(f"  RSS {row['replica']}: {row['first_mib']:.0f} MiB at {row['first_s']:.0f} s, "
               f"{row['middle_mib']:.0f} at {row['middle_s']:.0f} s, {row['last_mib']:.0f} at "
