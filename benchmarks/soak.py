@@ -72,7 +72,7 @@ class Settings:
     lease_seconds: float = 3.0
     rss_every: float = 10.0
     jobs: int = 10
-    seed: int = 1
+    random_seed: int = 1
 
 
 def replies(graph: str, text: str) -> list[str]:
@@ -175,7 +175,7 @@ class Soak:
 
     async def drive(self, index: int) -> None:
         """One driver: threads on graph `GRAPHS[index % 4]`, batches of 1–3 turns."""
-        rng = random.Random(self.settings.seed * 1000 + index)
+        rng = random.Random(self.settings.random_seed * 1000 + index)
         graph = GRAPHS[index % len(GRAPHS)]
         while time.monotonic() < self.deadline:
             thread = await self.pool.call(rng, lambda client: client.threads.create())
