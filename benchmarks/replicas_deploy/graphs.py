@@ -1,6 +1,8 @@
 """Scripted graphs for `benchmarks/server_replicas.py` and `benchmarks/soak.py`.
 
-Every graph answers from what it is sent, so the scripts can check each thread's messages:
+Every graph answers from what it is sent, so the scripts can check each thread's messages.
+The agents' model keeps no record of its calls (`ForgetfulScriptedModel`), so a long soak
+measures the server's memory, not the scripted model's request log:
 
 - `agent`: a fathom deep agent (every default middleware) on a `ScriptedModel` that answers
   `echo: <last user text>` at once: the servers' own cost per run.
@@ -39,8 +41,24 @@ def _echo(request: ScriptRequest) -> str:
     return f"echo: {request.last_human_text}"
 
 
+class ForgetfulScriptedModel(ScriptedModel):
+    """A `ScriptedModel` that keeps no record of the calls it answered.
+
+    `ScriptedModel` records every call (tests assert on `model.requests`), so in a server
+    that answers thousands of runs the record alone grows without bound and a soak would
+    measure it instead of the server. This model answers from its policy alone, so clearing
+    the record (and rewinding the unused reply list) after each answer changes no answer.
+    """
+
+    def respond(self, messages: Any, tools: Any = None) -> AIMessage:
+        """The policy's answer; then the record is cleared."""
+        answer = super().respond(messages, tools)
+        self.reset()
+        return answer
+
+
 def _deep_agent(name: str, latency: float) -> Any:
-    model = ScriptedModel(policy=_echo, latency=latency)
+    model = ForgetfulScriptedModel(policy=_echo, latency=latency)
     return create_deep_agent(model=model, system_prompt=SYSTEM_PROMPT, name=name)
 
 
