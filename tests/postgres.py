@@ -1,93 +1,33 @@
-"""A throwaway PostgreSQL cluster for tests: `initdb` and `pg_ctl`, on a Unix socket only.
+"""The `postgres_uri` fixture: a throwaway PostgreSQL cluster per test module.
 
-The `postgres_uri` fixture (module-scoped) starts a fresh cluster listening only on a Unix
-socket in a temporary directory, yields its connection string, and stops and removes it at
-the end. As root, the server runs as an unprivileged user (PostgreSQL refuses to run as
-root). It skips only when the PostgreSQL server binaries are not installed; `.ci/run`
-installs Debian's `postgresql` package, so CI runs the tests that use it. Import the fixture
-into a test module: `from tests.postgres import postgres_uri`.
+A thin wrapper over `fathom.testing.postgres.throwaway_postgres` (`initdb` and `pg_ctl`, a
+Unix socket only, an unprivileged server user when run as root): the fixture yields the
+cluster's connection string and stops and removes it after the module. It skips only when the
+PostgreSQL server binaries (or a user to run them as) are missing; `.ci/run` installs Debian's
+`postgresql` package, so CI runs the tests that use it. A cluster that fails to start fails
+the tests, with the server's log. Import the fixture into a test module:
+`from tests.postgres import postgres_uri`.
 """
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
-import re
-import shutil
-import subprocess
-import tempfile
+import contextlib
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.system_requirements import needs
 
+from fathom.testing.postgres import PostgresUnavailable, throwaway_postgres
+
 __all__ = ["postgres_uri"]
-
-PORT = 5432  # only names the socket file: the server listens on no TCP address
-
-
-def _pg_bindir() -> Path | None:
-    """The directory holding `initdb` and `pg_ctl`: on PATH, else Debian's newest version."""
-    found = shutil.which("initdb")
-    if found and shutil.which("pg_ctl"):
-        return Path(found).resolve().parent
-    versions = glob.glob("/usr/lib/postgresql/*/bin/initdb")
-
-    def version(path: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in re.findall(r"\d+", Path(path).parent.parent.name))
-
-    for initdb in sorted(versions, key=version, reverse=True):
-        if (Path(initdb).parent / "pg_ctl").exists():
-            return Path(initdb).parent
-    return None
-
-
-def _server_user() -> dict[str, Any]:
-    """`subprocess` arguments that run the server unprivileged when this process is root."""
-    if os.geteuid() != 0:
-        return {}
-    for name in ("postgres", "nobody"):
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-    pytest.skip("running as root and neither a 'postgres' nor a 'nobody' user exists")
 
 
 @pytest.fixture(scope="module")
 def postgres_uri() -> Iterator[str]:
     """A connection string to a fresh PostgreSQL cluster, removed after the module."""
-    bindir = _pg_bindir()
-    if bindir is None:
-        pytest.skip(needs("postgresql", "initdb and pg_ctl not found"))
-    user = _server_user()
-    root = Path(tempfile.mkdtemp(prefix="fathom-pg-"))
-    data, sockets, log = root / "data", root / "sock", root / "server.log"
-    sockets.mkdir()
-    if user:
-        os.chown(root, user["user"], user["group"])
-        os.chown(sockets, user["user"], user["group"])
-    run: dict[str, Any] = {"check": True, "capture_output": True, "text": True, **user}
-    try:
-        subprocess.run(
-            [bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"], **run
-        )
-        options = f"-k {sockets} -c listen_addresses='' -p {PORT}"
-        subprocess.run([bindir / "pg_ctl", "-D", data, "-l", log, "-o", options, "-w", "start"],
-                       **run)  # fmt: skip
-    except subprocess.CalledProcessError as error:
-        server_log = log.read_text() if log.exists() else ""
-        shutil.rmtree(root, ignore_errors=True)
-        raise RuntimeError(
-            f"could not start PostgreSQL: {error.stderr or error.stdout}\n{server_log}"
-        ) from error
-    try:
-        yield f"postgresql://postgres@/postgres?host={sockets}&port={PORT}"
-    finally:
-        subprocess.run([bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
-                       **{**run, "check": False})  # fmt: skip
-        shutil.rmtree(root, ignore_errors=True)
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres())
+        except PostgresUnavailable as missing:
+            pytest.skip(needs("postgresql", str(missing)))
+        yield url
