@@ -15,7 +15,10 @@ agent whose scripted model echoes the user, one model call per run):
   its in-memory runtime).
 
 J is the same for both (default 10). The client is the real `langgraph_sdk` async client
-over HTTP, in this process. Per server:
+over HTTP, in this process. On a machine with at least 2 cores every side runs pinned the same
+way: the server's process tree on all cores but the last, this process (the load generator)
+on the last, as a load generator on its own machine would be, so the client's CPU does not
+come out of the server's; `--no-pin` lets the system place both. Per server:
 
 1. warm-up: `--warmup` runs, not measured;
 2. create-to-done latency: `--sequential` runs one after another, each `threads.create` then
@@ -24,7 +27,9 @@ over HTTP, in this process. Per server:
    (each its own `get_client`, hence its own connection pool, and a new thread per run);
    runs per second over the whole batch's wall time, and the server's CPU per run in that
    batch (user + system seconds over its process tree, from `/proc`): throughput depends on
-   what else the machine runs, the CPU a run costs the server much less;
+   what else the machine runs, the CPU a run costs the server much less; next to it the
+   client's CPU per run (this process's) and the whole machine's (`/proc/stat`), which show
+   how much of the machine the load generator and everything else took;
 4. time to the first SSE event: `--streams` runs, one after another, each `threads.create`
    then `runs.stream(stream_mode="values")`, from the call to the first event (`metadata`),
    p50 (the stream is read to its end before the next one);
@@ -36,6 +41,7 @@ writes `benchmarks/results/server.json`. `collect()` gives `bench.py` its rows, 
 figures in the reference column.
 
     .venv/bin/python benchmarks/server.py [--sequential 200] [--concurrent 400] [--clients 32]
+        [--no-pin]
 """
 
 from __future__ import annotations
@@ -634,8 +640,8 @@ def pinning_words(pinning: Pinning | None) -> str:
     return f"every side pinned: {describe_cores(pinning.server, pinning.client)}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point (see the module docstring)."""
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line: the `Settings` fields, `--only`, `--out` and `--no-pin`."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     defaults = Settings()
     for name in ("warmup", "sequential", "concurrent", "clients", "streams", "jobs"):
@@ -648,7 +654,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="let the system place the server and the client (default: the server on all "
         "cores but the last, the client on the last)",
     )  # fmt: skip
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
+    args = parse_args(argv)
     settings = Settings(args.warmup, args.sequential, args.concurrent, args.clients,
                         args.streams, args.jobs)  # fmt: skip
     pinning = plan_pinning(os.sched_getaffinity(0), enabled=args.pin)
