@@ -29,7 +29,8 @@ come out of the server's; `--no-pin` lets the system place both. Per server:
    batch (user + system seconds over its process tree, from `/proc`): throughput depends on
    what else the machine runs, the CPU a run costs the server much less; next to it the
    client's CPU per run (this process's) and the whole machine's (`/proc/stat`), which show
-   how much of the machine the load generator and everything else took;
+   how much of the machine the load generator and everything else took (`other_cores`: the
+   cores that neither server nor client used, on average over the batch);
 4. time to the first SSE event: `--streams` runs, one after another, each `threads.create`
    then `runs.stream(stream_mode="values")`, from the call to the first event (`metadata`),
    p50 (the stream is read to its end before the next one);
@@ -431,6 +432,7 @@ async def measure(
         "cpu_ms_per_run": server_cpu_s / settings.concurrent * 1000,
         "client_cpu_ms_per_run": client_cpu_s / settings.concurrent * 1000,
         "machine_cpu_ms_per_run": machine_busy_s / settings.concurrent * 1000,
+        "other_cores": max(0.0, machine_busy_s - server_cpu_s - client_cpu_s) / concurrent_s,
         "first_event_ms": [round(first * 1000, 3) for first, _ in streams],
         "first_event_p50_ms": statistics.median(first for first, _ in streams) * 1000,
         "stream_total_p50_ms": statistics.median(total for _, total in streams) * 1000,
@@ -478,7 +480,8 @@ def run_side(kind: str, settings: Settings, pinning: Pinning | None = None) -> d
         f"{row['runs_per_s']:.1f} runs/s ({settings.clients} clients) at "
         f"{row['cpu_ms_per_run']:.1f} ms server CPU a run "
         f"({row['client_cpu_ms_per_run']:.1f} ms client CPU, "
-        f"{row['machine_cpu_ms_per_run']:.1f} ms machine CPU), first SSE event "
+        f"{row['machine_cpu_ms_per_run']:.1f} ms machine CPU: others had "
+        f"{row['other_cores']:.2f} cores), first SSE event "
         f"{row['first_event_p50_ms']:.1f} ms, RSS {row['rss_mib']:.0f} MiB "
         f"(idle {idle_rss:.0f}), started in {start_s:.1f} s; "
         f"{describe_cores(row['server_cores'], row['client_cores'])}",
