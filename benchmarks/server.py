@@ -15,7 +15,10 @@ agent whose scripted model echoes the user, one model call per run):
   its in-memory runtime).
 
 J is the same for both (default 10). The client is the real `langgraph_sdk` async client
-over HTTP, in this process. Per server:
+over HTTP, in this process. On a machine with at least 2 cores every side runs pinned the same
+way: the server's process tree on all cores but the last, this process (the load generator)
+on the last, as a load generator on its own machine would be, so the client's CPU does not
+come out of the server's; `--no-pin` lets the system place both. Per server:
 
 1. warm-up: `--warmup` runs, not measured;
 2. create-to-done latency: `--sequential` runs one after another, each `threads.create` then
@@ -24,7 +27,10 @@ over HTTP, in this process. Per server:
    (each its own `get_client`, hence its own connection pool, and a new thread per run);
    runs per second over the whole batch's wall time, and the server's CPU per run in that
    batch (user + system seconds over its process tree, from `/proc`): throughput depends on
-   what else the machine runs, the CPU a run costs the server much less;
+   what else the machine runs, the CPU a run costs the server much less; next to it the
+   client's CPU per run (this process's) and the whole machine's (`/proc/stat`), which show
+   how much of the machine the load generator and everything else took (`other_cores`: the
+   cores that neither server nor client used, on average over the batch);
 4. time to the first SSE event: `--streams` runs, one after another, each `threads.create`
    then `runs.stream(stream_mode="values")`, from the call to the first event (`metadata`),
    p50 (the stream is read to its end before the next one);
@@ -36,6 +42,7 @@ writes `benchmarks/results/server.json`. `collect()` gives `bench.py` its rows, 
 figures in the reference column.
 
     .venv/bin/python benchmarks/server.py [--sequential 200] [--concurrent 400] [--clients 32]
+        [--no-pin]
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,6 +173,82 @@ def tree_cpu_s(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has been busy so far, all cores (user, nice, system, irq,
+    softirq and steal from `/proc/stat`): next to the server's and the client's own CPU it
+    shows how much the rest of the machine took during a measurement."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Pinning:
+    """Which cores the server's process tree and the load generator (this process) get: a
+    load generator on its own cores, as on its own machine, so the client's CPU (about a
+    third of a server's per run) does not come out of the server's."""
+
+    server: tuple[int, ...]
+    client: tuple[int, ...]
+
+
+def plan_pinning(available: Iterable[int], enabled: bool = True) -> Pinning | None:
+    """The split of `available` cores: the client gets the last one (it is one asyncio loop,
+    so it can use one core at most), the server every other; `None` when pinning is off or
+    there are fewer than 2 cores to split."""
+    cores = sorted(set(available))
+    if not enabled or len(cores) < 2:
+        return None
+    return Pinning(server=tuple(cores[:-1]), client=(cores[-1],))
+
+
+def _threads(pid: int) -> list[int]:
+    """The thread ids of process `pid` now (`/proc/<pid>/task`); none once it has exited."""
+    with contextlib.suppress(OSError):
+        return [int(entry.name) for entry in Path(f"/proc/{pid}/task").iterdir()]
+    return []
+
+
+def pin_tree(pid: int, cores: Iterable[int]) -> None:
+    """Restrict every thread of `pid` and of all its descendants to `cores`. Threads and
+    processes they start later inherit the set."""
+    wanted = set(cores)
+    for process in _tree_pids(pid):
+        for thread in _threads(process):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(thread, wanted)
+
+
+def tree_cores(pid: int) -> list[int]:
+    """The cores any thread of `pid` or of its descendants may run on now."""
+    cores: set[int] = set()
+    for process in _tree_pids(pid):
+        for thread in _threads(process):
+            with contextlib.suppress(OSError):
+                cores |= os.sched_getaffinity(thread)
+    return sorted(cores)
+
+
+@contextlib.contextmanager
+def pinned_self(cores: Iterable[int] | None) -> Iterator[None]:
+    """Every thread of this process on `cores` while the block runs, then back to the set it
+    had; nothing changes when `cores` is `None`."""
+    if cores is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    for thread in _threads(os.getpid()):
+        os.sched_setaffinity(thread, set(cores))
+    try:
+        yield
+    finally:
+        for thread in _threads(os.getpid()):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(thread, before)
+
+
 @dataclass
 class Server:
     """One server in a subprocess, serving a temporary copy of the deployment folder."""
@@ -173,6 +256,8 @@ class Server:
     kind: str
     jobs: int
     workdir: Path
+    cores: tuple[int, ...] | None = None
+    """The cores its process tree runs on, or `None` for wherever the system puts it."""
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -205,6 +290,8 @@ class Server:
                 self.command(), cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+        if self.cores is not None:  # before the server has started any thread or process
+            pin_tree(self.process.pid, self.cores)
         deadline = time.monotonic() + START_DEADLINE_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -212,6 +299,8 @@ class Server:
                                    f"{self.log()}")  # fmt: skip
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{self.url}/ok", timeout=2).status_code == 200:
+                    if self.cores is not None:  # and anything that slipped past the first
+                        pin_tree(self.process.pid, self.cores)
                     return time.perf_counter() - started
             time.sleep(0.1)
         self.stop()
@@ -321,9 +410,12 @@ async def measure(
             done += 1
         return done
 
+    machine_before, client_before = machine_cpu_s(), time.process_time()
     cpu_before, started = cpu_s(), time.perf_counter()
     done = await asyncio.gather(*(worker(own) for own in clients))
     concurrent_s = time.perf_counter() - started
+    client_cpu_s = time.process_time() - client_before
+    machine_busy_s = machine_cpu_s() - machine_before
     server_cpu_s = cpu_s() - cpu_before
     if sum(done) != settings.concurrent:
         raise WrongReply(f"{sum(done)} of {settings.concurrent} concurrent runs finished")
@@ -338,6 +430,9 @@ async def measure(
         "concurrent_s": concurrent_s,
         "runs_per_s": settings.concurrent / concurrent_s,
         "cpu_ms_per_run": server_cpu_s / settings.concurrent * 1000,
+        "client_cpu_ms_per_run": client_cpu_s / settings.concurrent * 1000,
+        "machine_cpu_ms_per_run": machine_busy_s / settings.concurrent * 1000,
+        "other_cores": max(0.0, machine_busy_s - server_cpu_s - client_cpu_s) / concurrent_s,
         "first_event_ms": [round(first * 1000, 3) for first, _ in streams],
         "first_event_p50_ms": statistics.median(first for first, _ in streams) * 1000,
         "stream_total_p50_ms": statistics.median(total for _, total in streams) * 1000,
@@ -349,23 +444,30 @@ def _langgraph_dev_versions() -> dict[str, str] | None:
     python = None if binary is None else binary.parent / "python"
     if python is None or not python.exists():
         return None
-    code = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
-            "('langgraph-cli', 'langgraph-api', 'langgraph-runtime-inmem', 'langgraph')}))")
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
+        "('langgraph-cli', 'langgraph-api', 'langgraph-runtime-inmem', 'langgraph')}))"
+    )
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 
-def run_side(kind: str, settings: Settings) -> dict[str, Any]:
-    """Start `kind`, measure it, read its RSS, stop it; the figures as a dict."""
+def run_side(kind: str, settings: Settings, pinning: Pinning | None = None) -> dict[str, Any]:
+    """Start `kind` (on `pinning.server`'s cores), measure it from this process (on
+    `pinning.client`'s), read its RSS, stop it; the figures as a dict, with the cores each
+    actually had (`server_cores`, `client_cores`)."""
     with tempfile.TemporaryDirectory(prefix="fathom-bench-server-") as tmp:
         workdir = Path(tmp) / "deploy"
         shutil.copytree(DEPLOY_DIR, workdir, ignore=shutil.ignore_patterns("__pycache__"))
-        server = Server(kind, settings.jobs, workdir)
+        server = Server(kind, settings.jobs, workdir, None if pinning is None else pinning.server)
         start_s = server.start()
         try:
             idle_rss = server.rss_mib()
             pid = server.process.pid if server.process is not None else 0
-            figures = asyncio.run(measure(server.url, settings, lambda: tree_cpu_s(pid)))
+            with pinned_self(None if pinning is None else pinning.client):
+                client_cores = sorted(os.sched_getaffinity(0))
+                figures = asyncio.run(measure(server.url, settings, lambda: tree_cpu_s(pid)))
+            figures["server_cores"], figures["client_cores"] = tree_cores(pid), client_cores
             figures["rss_mib"] = server.rss_mib()
         except Exception as error:
             raise RuntimeError(f"{kind}: {error}\nserver log:\n{server.log()}") from error
@@ -376,24 +478,39 @@ def run_side(kind: str, settings: Settings) -> dict[str, Any]:
     print(
         f"  {kind:<15} p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
         f"{row['runs_per_s']:.1f} runs/s ({settings.clients} clients) at "
-        f"{row['cpu_ms_per_run']:.1f} ms server CPU a run, first SSE event "
+        f"{row['cpu_ms_per_run']:.1f} ms server CPU a run "
+        f"({row['client_cpu_ms_per_run']:.1f} ms client CPU, "
+        f"{row['machine_cpu_ms_per_run']:.1f} ms machine CPU: others had "
+        f"{row['other_cores']:.2f} cores), first SSE event "
         f"{row['first_event_p50_ms']:.1f} ms, RSS {row['rss_mib']:.0f} MiB "
-        f"(idle {idle_rss:.0f}), started in {start_s:.1f} s",
+        f"(idle {idle_rss:.0f}), started in {start_s:.1f} s; "
+        f"{describe_cores(row['server_cores'], row['client_cores'])}",
         file=sys.stderr, flush=True,
     )  # fmt: skip
     return row
 
 
-def run_all(settings: Settings, kinds: Sequence[str] = KINDS) -> dict[str, dict[str, Any]]:
-    """Each available server in turn (never both at once). langgraph dev is skipped, with a
-    note, when it is not installed."""
+def describe_cores(server: Sequence[int], client: Sequence[int]) -> str:
+    """Which cores the server and the client ran on, in words."""
+    return f"server on cores {_cores(server)}, client on {_cores(client)}"
+
+
+def _cores(cores: Sequence[int]) -> str:
+    return ",".join(str(core) for core in cores)
+
+
+def run_all(
+    settings: Settings, kinds: Sequence[str] = KINDS, pinning: Pinning | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each available server in turn (never both at once), all under the same `pinning`.
+    langgraph dev is skipped, with a note, when it is not installed."""
     results: dict[str, dict[str, Any]] = {}
     for kind in kinds:
         if kind == "langgraph dev" and langgraph_dev_binary() is None:
             print("langgraph dev not found (benchmarks/.venv-langgraph-dev, or set "
                   "FATHOM_LANGGRAPH_DEV); measuring fathom only", file=sys.stderr)  # fmt: skip
             continue
-        results[kind] = run_side(kind, settings)
+        results[kind] = run_side(kind, settings, pinning)
     return results
 
 
@@ -471,13 +588,26 @@ def _ratios(results: dict[str, dict[str, Any]], kind: str) -> dict[str, float]:
     return {key: results[kind][key] / results["langgraph dev"][key] for key, *_ in METRICS}
 
 
-def write_results(results: dict[str, dict[str, Any]], settings: Settings, seconds: float,
-                  path: Path = RESULTS_PATH) -> Path:
-    """The settings, versions, load average and per-server figures as JSON at `path`."""
+def pinning_json(pinning: Pinning | None) -> dict[str, list[int]] | None:
+    """The planned split as JSON (`None`: not pinned)."""
+    return None if pinning is None else {"server": list(pinning.server),
+                                         "client": list(pinning.client)}  # fmt: skip
+
+
+def write_results(
+    results: dict[str, dict[str, Any]],
+    settings: Settings,
+    seconds: float,
+    path: Path = RESULTS_PATH,
+    pinning: Pinning | None = None,
+) -> Path:
+    """The settings, versions, load average, the cores split and per-server figures as JSON
+    at `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "cores": os.cpu_count(),
+        "pinning": pinning_json(pinning),
         "load_average": os.getloadavg(),
         "python": sys.version.split()[0],
         "langgraph_dev": _langgraph_dev_versions(),
@@ -499,14 +629,22 @@ def collect(ref_python: Path = REF_PYTHON, settings: Settings | None = None) -> 
     """
     del ref_python
     settings = settings or Settings()
+    pinning = plan_pinning(os.sched_getaffinity(0))
     started = time.perf_counter()
-    results = run_all(settings)
-    write_results(results, settings, time.perf_counter() - started)
+    results = run_all(settings, pinning=pinning)
+    write_results(results, settings, time.perf_counter() - started, pinning=pinning)
     return rows_from(results, settings)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point (see the module docstring)."""
+def pinning_words(pinning: Pinning | None) -> str:
+    """The table footer's note on where the server and the client ran."""
+    if pinning is None:
+        return "not pinned: the system placed the server and the client"
+    return f"every side pinned: {describe_cores(pinning.server, pinning.client)}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line: the `Settings` fields, `--only`, `--out` and `--no-pin`."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     defaults = Settings()
     for name in ("warmup", "sequential", "concurrent", "clients", "streams", "jobs"):
@@ -514,17 +652,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                             help=f"default: {getattr(defaults, name)}")  # fmt: skip
     parser.add_argument("--only", choices=KINDS, help="measure one server")
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="JSON results file")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--no-pin", dest="pin", action="store_false",
+        help="let the system place the server and the client (default: the server on all "
+        "cores but the last, the client on the last)",
+    )  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
+    args = parse_args(argv)
     settings = Settings(args.warmup, args.sequential, args.concurrent, args.clients,
                         args.streams, args.jobs)  # fmt: skip
+    pinning = plan_pinning(os.sched_getaffinity(0), enabled=args.pin)
     started = time.perf_counter()
     try:
-        results = run_all(settings, [args.only] if args.only else KINDS)
+        results = run_all(settings, [args.only] if args.only else KINDS, pinning)
     except (RuntimeError, WrongReply) as error:
         print(str(error), file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started
-    path = write_results(results, settings, seconds, args.out)
+    path = write_results(results, settings, seconds, args.out, pinning)
     for kind, storage in FATHOM_SIDES.items():
         if kind not in results:
             continue
@@ -534,7 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["metric", "unit", kind, "langgraph dev", f"{kind} / langgraph dev", "goal"],
             table(results, settings, kind),
             f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on "
-            f"{os.cpu_count()} cores",
+            f"{os.cpu_count()} cores; {pinning_words(pinning)}",
         )
     print(f"wrote {path} in {seconds:.0f} s")
     return 0

@@ -1,11 +1,14 @@
 """`benchmarks/server.py` measures real servers: a tiny run against `fathom serve` (and
-`langgraph dev` when its environment exists), the rows, the table and the JSON."""
+`langgraph dev` when its environment exists), the rows, the table and the JSON, and the split
+of cores between the server and the load generator."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,8 +30,14 @@ def tiny(server: ModuleType) -> Any:
 
 
 @pytest.fixture(scope="module")
-def fathom_row(server: ModuleType, tiny: Any) -> dict[str, Any]:
-    row: dict[str, Any] = server.run_side("fathom", tiny)
+def pinning(server: ModuleType) -> Any:
+    """The benchmark's default split of this machine's cores (`None` on one core)."""
+    return server.plan_pinning(os.sched_getaffinity(0))
+
+
+@pytest.fixture(scope="module")
+def fathom_row(server: ModuleType, tiny: Any, pinning: Any) -> dict[str, Any]:
+    row: dict[str, Any] = server.run_side("fathom", tiny, pinning)
     return row
 
 
@@ -40,10 +49,25 @@ def test_fathom_side_measures_every_figure(fathom_row: dict[str, Any], tiny: Any
     assert 0 < row["p50_ms"] <= row["p99_ms"] == pytest.approx(max(row["latency_ms"]), abs=0.01)
     assert row["runs_per_s"] == pytest.approx(tiny.concurrent / row["concurrent_s"])
     assert row["cpu_ms_per_run"] > 0  # a run through HTTP and a graph costs the server CPU
+    assert row["client_cpu_ms_per_run"] > 0 and row["machine_cpu_ms_per_run"] > 0
+    # `/proc` counts in clock ticks: over a batch this short, one tick more or less is 0.1 core
+    assert 0 <= row["other_cores"] <= (os.cpu_count() or 1) + 1
     assert len(row["first_event_ms"]) == tiny.streams
     assert 0 < row["first_event_p50_ms"] <= row["stream_total_p50_ms"]
     # The whole tree of a Python server holding LangChain and LangGraph is tens of MiB.
     assert row["rss_mib"] > 20 and row["idle_rss_mib"] > 20
+
+
+def test_fathom_side_ran_on_the_cores_it_was_given(
+    fathom_row: dict[str, Any], pinning: Any
+) -> None:
+    everywhere = sorted(os.sched_getaffinity(0))
+    if pinning is None:
+        assert fathom_row["server_cores"] == fathom_row["client_cores"] == everywhere
+    else:
+        assert fathom_row["server_cores"] == list(pinning.server)
+        assert fathom_row["client_cores"] == list(pinning.client)
+    assert sorted(os.sched_getaffinity(0)) == everywhere  # the client's pinning was undone
 
 
 def test_rows_table_and_json_from_fathom_alone(
@@ -85,6 +109,66 @@ def test_ratios_and_goals(server: ModuleType, tiny: Any) -> None:
     rows = server.rows_from(results, tiny)
     assert rows[0].ratio == pytest.approx(100 / 60) and rows[0].winner == "fathom"
     assert rows[2].ratio == pytest.approx(10 / 15) and rows[2].winner == "fathom"
+
+
+def test_pinning_gives_the_client_the_last_core_and_the_server_the_rest(
+    server: ModuleType,
+) -> None:
+    assert server.plan_pinning({1, 0}) == server.Pinning(server=(0,), client=(1,))
+    assert server.plan_pinning([5, 0, 3, 1]) == server.Pinning(server=(0, 1, 3), client=(5,))
+    assert server.plan_pinning({0}) is None  # nothing to split
+    assert server.plan_pinning({0, 1}, enabled=False) is None
+    assert server.parse_args([]).pin and not server.parse_args(["--no-pin"]).pin
+    words = server.pinning_words(server.Pinning(server=(0, 1), client=(2,)))
+    assert words == "every side pinned: server on cores 0,1, client on 2"
+    assert server.pinning_words(None).startswith("not pinned")
+
+
+def test_the_results_file_says_which_cores_each_got(
+    server: ModuleType, tiny: Any, tmp_path: Path
+) -> None:
+    split = server.Pinning(server=(0,), client=(1,))
+    path = server.write_results({}, tiny, 1.0, tmp_path / "pinned.json", split)
+    assert json.loads(path.read_text(encoding="utf-8"))["pinning"] == {
+        "server": [0],
+        "client": [1],
+    }
+    path = server.write_results({}, tiny, 1.0, tmp_path / "free.json")
+    assert json.loads(path.read_text(encoding="utf-8"))["pinning"] is None
+
+
+def test_pin_tree_reaches_every_process_of_the_tree(server: ModuleType) -> None:
+    core = min(os.sched_getaffinity(0))
+    parent = subprocess.Popen([sys.executable, "-c", CHILD_TREE], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        child_pid = int(parent.stdout.readline())  # the child already runs
+        server.pin_tree(parent.pid, {core})
+        assert os.sched_getaffinity(parent.pid) == os.sched_getaffinity(child_pid) == {core}
+        assert server.tree_cores(parent.pid) == [core]
+    finally:
+        parent.communicate("", timeout=60)
+
+
+def test_pinned_self_moves_threads_already_running_and_puts_them_back(
+    server: ModuleType,
+) -> None:
+    everywhere = os.sched_getaffinity(0)
+    core = max(everywhere)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, args=(60,))
+    other.start()
+    try:
+        assert other.native_id is not None
+        with server.pinned_self([core]):
+            assert os.sched_getaffinity(0) == os.sched_getaffinity(other.native_id) == {core}
+        assert os.sched_getaffinity(0) == os.sched_getaffinity(other.native_id) == everywhere
+        with server.pinned_self(None):
+            assert os.sched_getaffinity(0) == everywhere
+    finally:
+        release.set()
+        other.join(timeout=60)
 
 
 def test_percentile_is_nearest_rank(server: ModuleType) -> None:
@@ -166,8 +250,12 @@ def _own_rss(pid: int) -> float:
 def test_both_servers_when_langgraph_dev_is_installed(server: ModuleType, tiny: Any) -> None:
     if server.langgraph_dev_binary() is None:
         pytest.skip(needs("langgraph dev"))
-    results = server.run_all(tiny)
+    split = server.plan_pinning(os.sched_getaffinity(0))
+    results = server.run_all(tiny, pinning=split)
     assert set(results) == {"fathom", "fathom (memory)", "langgraph dev"}
+    if split is not None:  # every side on the same cores
+        assert all(r["server_cores"] == list(split.server) for r in results.values())
+        assert all(r["client_cores"] == list(split.client) for r in results.values())
     assert results["fathom (memory)"]["command"][-4:] == ["--database", "memory", "--jobs", "2"]
     ref = results["langgraph dev"]
     assert ref["command"][1] == "dev" and "--n-jobs-per-worker" in ref["command"]
