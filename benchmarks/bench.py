@@ -41,6 +41,7 @@ SECTIONS = (
     "long_run",
     "startup",
     "server",  # fathom serve against langgraph dev (the reference column)
+    "server_replicas",  # PostgreSQL: 1 vs 3 replicas, queue-to-start, crash recovery
     "dynamic_subagents",  # one eval vs task calls; Monty vs QuickJS start-up
     "fan_out",  # 4, 16 and 64 subagents at once, sync and async, wall / L
     # tracing spans on vs off, per step; left out where the script is absent
