@@ -33,7 +33,7 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict, defaultdict
-from collections.abc import AsyncIterator, Collection, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,8 +158,10 @@ class PostgresRunQueue:
         self.url = url
         self.lease_seconds = lease_seconds
         self.owner = f"replica-{uuid.uuid4()}"
-        self.on_cancel: Any = None  # set by the run manager: (run_id, action) -> None
-        self.on_lost: Any = None  # set by the run manager: (run_ids) -> None
+        self.on_cancel: Callable[[str, str], object] | None = None
+        """Told `(run_id, action)` when a cancel reaches a run this server owns."""
+        self.on_lost: Callable[[set[str]], object] | None = None
+        """Told the ids of owned runs whose lease another server took."""
         self._signals = _Signals()
         self._noted_cancels: OrderedDict[str, str] = OrderedDict()
         self._pending_events: list[tuple[str, int, str, bytes]] = []
