@@ -55,7 +55,7 @@ from typing import Any
 
 from _harness import REF_PYTHON, Row, positive_float, positive_int, print_table
 
-from fathom.testing.postgres import throwaway_postgres
+from fathom.testing.postgres import PostgresStartFailed, PostgresUnavailable, throwaway_postgres
 from server import fathom_binary, free_port, percentile, tree_rss_mib
 
 SECTION = "fathom serve replicas on one PostgreSQL"
@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         results = run_all(settings)
-    except (RuntimeError, WrongReply) as error:
+    except (RuntimeError, WrongReply, PostgresUnavailable, PostgresStartFailed) as error:
         print(str(error), file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started

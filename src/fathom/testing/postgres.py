@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = [
     "PostgresStartFailed",
     "PostgresUnavailable",
@@ -44,12 +46,12 @@ PORT = 5432
 """Only names the socket file (`.s.PGSQL.5432`): the server listens on no TCP address."""
 
 
-class PostgresUnavailable(RuntimeError):
+class PostgresUnavailable(FathomError):
     """The PostgreSQL server binaries (`initdb`, `pg_ctl`), or a user to run them as, are
     missing on this machine."""
 
 
-class PostgresStartFailed(RuntimeError):
+class PostgresStartFailed(FathomError):
     """`initdb` or `pg_ctl start` failed; the message carries their output and the log."""
 
 
