@@ -99,8 +99,8 @@ async def test_create_batch_refuses_an_empty_list(client: LangGraphClient) -> No
 async def test_create_batch_error_names_the_item_and_nothing_starts_on_fathom(
     fathom_client: LangGraphClient,
 ) -> None:
-    # langgraph dev: its schema error does not name the item, and an unknown assistant in
-    # one item fails only after the other items' runs were created.
+    # langgraph dev answers an unknown assistant in one item with 422 only after the other
+    # items' runs were created, and words its schema errors as `instance[N]`.
     marker = uuid.uuid4().hex
     unknown: Any = _payload(marker, "x", assistant_id="no-such-graph")
     bad_mode: Any = _payload(marker, "x", stream_mode=["nope"])
