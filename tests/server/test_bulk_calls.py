@@ -100,7 +100,8 @@ async def test_create_batch_error_names_the_item_and_nothing_starts_on_fathom(
     fathom_client: LangGraphClient,
 ) -> None:
     # langgraph dev answers an unknown assistant in one item with 422 only after the other
-    # items' runs were created, and words its schema errors as `instance[N]`.
+    # items' runs were created, words its schema errors as `instance[N]`, and ignores an
+    # item's `thread_id` (the run gets a new thread).
     marker = uuid.uuid4().hex
     unknown: Any = _payload(marker, "x", assistant_id="no-such-graph")
     bad_mode: Any = _payload(marker, "x", stream_mode=["nope"])
@@ -111,10 +112,15 @@ async def test_create_batch_error_names_the_item_and_nothing_starts_on_fathom(
         await fathom_client.runs.create_batch([_payload(marker, "ok"), _payload(marker, "ok"),
                                                bad_mode])  # fmt: skip
 
+    with pytest.raises(httpx.HTTPStatusError) as stateful:
+        await fathom_client.runs.create_batch([_payload(marker, "x", thread_id=str(uuid.uuid4()))])
+
     assert missing.value.response.status_code == 404
     assert "Run 1 of the batch" in missing.value.response.json()["detail"]
     assert invalid.value.response.status_code == 422
     assert "Run 2 of the batch" in invalid.value.response.json()["detail"]
+    assert stateful.value.response.status_code == 422
+    assert "'thread_id'" in stateful.value.response.json()["detail"]
     assert await fathom_client.threads.search(metadata={"batch": marker}) == []
 
 

@@ -178,14 +178,13 @@ async def search(request: Request) -> Response:
     select, extract = parse_select(body), parse_extract(body)
     found = await _matching(server, body, ids)
     found.sort(key=lambda t: str(t.get(sort_by) or ""), reverse=order == "desc")
-    out = []
-    for thread in found:
-        full = await _full(server, thread)
-        if values and not _matches(values, full["values"] or {}):
-            continue
-        out.append(full)
-    page = out[offset : offset + limit]
-    more = len(out) > offset + limit
+    if values:  # only the checkpoints tell which threads match
+        fulls = [await _full(server, thread) for thread in found]
+        found = [full for full in fulls if _matches(values, full["values"] or {})]
+        page = found[offset : offset + limit]
+    else:  # read the checkpoints of the page's threads only
+        page = [await _full(server, t) for t in found[offset : offset + limit]]
+    more = len(found) > offset + limit
     headers = {"X-Pagination-Total": str(offset + limit + 1 if more else offset + len(page))}
     if more:
         headers["X-Pagination-Next"] = str(offset + limit)
