@@ -312,6 +312,18 @@ async def test_prune_keep_latest_is_refused_on_in_memory_and_sqlite_storage(
     ]  # fmt: skip
 
 
+async def test_cancel_many_refuses_an_unknown_action_on_fathom(
+    fathom_client: LangGraphClient,
+) -> None:
+    # langgraph dev takes any other action as "interrupt".
+    response = await fathom_client.http.client.post(
+        "/runs/cancel", params={"action": "shred"}, json={"status": "all"}
+    )
+
+    assert response.status_code == 422
+    assert "'action'" in response.json()["detail"]
+
+
 @pytest.fixture
 async def postgres_client(tmp_path: Path, postgres_uri: str) -> AsyncIterator[LangGraphClient]:
     """A client of a `fathom serve` on PostgreSQL storage, whose checkpointer can prune."""
