@@ -16,7 +16,17 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from fathom.hosting.loopback import register_app
-from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads, web
+from fathom.server import (
+    assistants,
+    protocol_aliases,
+    run_batch,
+    runs,
+    store_routes,
+    system,
+    thread_prune,
+    threads,
+    web,
+)
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
     ApiError,
@@ -95,7 +105,9 @@ def create_app(
             *system.routes,
             *assistants.routes,
             *threads.routes,
+            *thread_prune.routes,
             *runs.routes,
+            *run_batch.routes,
             *protocol_aliases.routes,
             *store_routes.routes,
             *routes,

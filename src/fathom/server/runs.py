@@ -32,7 +32,7 @@ from fathom.server.validation import (
     read_json,
 )
 
-__all__ = ["routes", "start_run"]
+__all__ = ["parse_stateless", "routes", "start_run", "submit_stateless"]
 
 _STREAM_MODES = (
     "values",
@@ -46,6 +46,7 @@ _STREAM_MODES = (
     "checkpoints",
 )
 _STRATEGIES = ("reject", "interrupt", "rollback", "enqueue")
+_CANCEL_STATUSES = ("pending", "running", "all")
 _RUN_STATUSES = ("pending", "running", "success", "error", "timeout", "interrupted")
 
 
@@ -125,17 +126,29 @@ async def start_run(
     The body is checked before any thread is created, so a bad request leaves nothing behind.
     """
     if thread_id is None:
-        on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
-        run = await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
-        thread = await server.records.new_thread(run["thread_id"], opt_dict(body, "metadata"))
-    else:
-        thread_id = check_id(thread_id, "thread")
-        existing = await server.records.get_thread(thread_id)
-        create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
-        if existing is None and not create:
-            raise NotFound(f"Thread with ID {thread_id} not found")
-        run = await _parse(server, body, thread_id, temporary=False)
-        thread = existing or await server.records.new_thread(thread_id, None)
+        return await submit_stateless(server, body, await parse_stateless(server, body))
+    thread_id = check_id(thread_id, "thread")
+    existing = await server.records.get_thread(thread_id)
+    create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
+    if existing is None and not create:
+        raise NotFound(f"Thread with ID {thread_id} not found")
+    run = await _parse(server, body, thread_id, temporary=False)
+    thread = existing or await server.records.new_thread(thread_id, None)
+    _inherit_thread_metadata(run, thread)
+    return await server.runs.submit(run, thread)
+
+
+async def parse_stateless(server: FathomServer, body: dict[str, Any]) -> dict[str, Any]:
+    """Check a stateless run's ``body`` and build its run record; nothing is written yet."""
+    on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
+    return await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
+
+
+async def submit_stateless(
+    server: FathomServer, body: dict[str, Any], run: dict[str, Any]
+) -> dict[str, Any]:
+    """Create the temporary thread of ``run`` (from :func:`parse_stateless`) and submit it."""
+    thread = await server.records.new_thread(run["thread_id"], opt_dict(body, "metadata"))
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
 
@@ -325,24 +338,35 @@ async def wait_stateless(request: Request) -> Response:
 
 
 async def cancel_many(request: Request) -> Response:
-    """``POST /runs/cancel``: ``thread_id``, ``run_ids`` and/or ``status`` (pending|running|all)."""
+    """``POST /runs/cancel``: ``status`` (pending|running|all, every thread), or ``thread_id``
+    with ``run_ids``; as on langgraph-api, 404 when none of the chosen runs is active."""
     server = await server_of(request)
     body = await read_json(request)
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise Unprocessable("'action' must be 'interrupt' or 'rollback'")
-    thread_id = opt_str(body, "thread_id")
-    run_ids = opt_str_list(body, "run_ids")
-    status = opt_enum(body, "status", ("pending", "running", "all"), "all")
-    if thread_id is None and run_ids is None and "status" not in body:
-        raise Unprocessable("Pass 'thread_id', 'run_ids' or 'status'")
-    wanted = ("pending", "running") if status == "all" else (status,)
-    candidates = await server.records.list_runs(
-        check_id(thread_id, "thread") if thread_id else None
-    )
+    thread_id, run_ids = opt_str(body, "thread_id"), opt_str_list(body, "run_ids")
+    status = opt_str(body, "status")
+    if status is not None:
+        status = opt_enum({"status": status.lower()}, "status", _CANCEL_STATUSES, "all")
+        if thread_id is not None or run_ids is not None:
+            raise Unprocessable(
+                "Pass either 'status' (which cancels the runs of every thread) or "
+                "'thread_id' with 'run_ids', not both"
+            )
+        wanted = ("pending", "running") if status == "all" else (status,)
+        candidates = [r for s in wanted for r in await server.records.list_runs(status=s)]
+    else:
+        if thread_id is None or run_ids is None:
+            raise Unprocessable("Pass 'status', or both 'thread_id' and 'run_ids'")
+        ids = {check_id(run_id, "run") for run_id in run_ids}
+        runs = await server.records.list_runs(check_id(thread_id, "thread"))
+        candidates = [r for r in runs if r["run_id"] in ids]
+    cancelled = 0
     for run in candidates:
-        if run["status"] in wanted and (run_ids is None or run["run_id"] in run_ids):
-            await server.runs.cancel(run["run_id"], action)
+        cancelled += await server.runs.cancel(run["run_id"], action)
+    if not cancelled:
+        raise NotFound("No active runs matched: they are unknown, finished or deleted")
     return Response(status_code=204)
 
 
