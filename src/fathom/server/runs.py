@@ -32,7 +32,7 @@ from fathom.server.validation import (
     read_json,
 )
 
-__all__ = ["routes", "start_run"]
+__all__ = ["check_run_body", "routes", "start_run"]
 
 _STREAM_MODES = (
     "values",
@@ -66,7 +66,12 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _parse(
-    server: FathomServer, body: dict[str, Any], thread_id: str, *, temporary: bool
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str,
+    *,
+    temporary: bool,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     if not (requested := opt_str(body, "assistant_id")):
         raise Unprocessable("'assistant_id' is required")
@@ -88,7 +93,7 @@ async def _parse(
     metadata = opt_dict(body, "metadata") or {}
     stamp = now_iso()
     return {
-        "run_id": server.runs.new_run_id(),
+        "run_id": run_id or server.runs.new_run_id(),
         "thread_id": thread_id,
         "assistant_id": assistant_id,
         "metadata": {**metadata, "graph_id": graph_id, "assistant_id": assistant_id},
@@ -117,16 +122,22 @@ async def _parse(
     }
 
 
+async def check_run_body(server: FathomServer, body: dict[str, Any]) -> None:
+    """Raise the error `start_run` would answer for ``body`` (a cron checks its payload)."""
+    await _parse(server, body, str(uuid.uuid4()), temporary=False)
+
+
 async def start_run(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None
+    server: FathomServer, body: dict[str, Any], thread_id: str | None, run_id: str | None = None
 ) -> dict[str, Any]:
-    """Validate ``body``, find or create the thread, and submit the run.
+    """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
     """
     if thread_id is None:
         on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
-        run = await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
+        temporary = on_completion == "delete"
+        run = await _parse(server, body, str(uuid.uuid4()), temporary=temporary, run_id=run_id)
         thread = await server.records.new_thread(run["thread_id"], opt_dict(body, "metadata"))
     else:
         thread_id = check_id(thread_id, "thread")
@@ -134,7 +145,7 @@ async def start_run(
         create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
         if existing is None and not create:
             raise NotFound(f"Thread with ID {thread_id} not found")
-        run = await _parse(server, body, thread_id, temporary=False)
+        run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
         thread = existing or await server.records.new_thread(thread_id, None)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
