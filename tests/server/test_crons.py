@@ -203,3 +203,29 @@ async def test_a_thread_crons_ticks_are_ordinary_runs_on_its_thread(
     assert await client.runs.join(thread["thread_id"], done["run_id"])
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["messages"][0]["content"] == "tick"
+
+
+async def test_a_stateless_crons_tick_runs_on_a_new_thread_that_keep_keeps(
+    client: LangGraphClient,
+) -> None:
+    suite = uuid.uuid4().hex
+    cron = await client.crons.create(
+        "agent", schedule=EVERY_TWO_SECONDS, input=user("stateless tick"),
+        metadata={"suite": suite}, on_run_completed="keep",
+    )  # fmt: skip
+
+    async def kept() -> bool:
+        for thread in await client.threads.search(metadata={"suite": suite}, limit=100):
+            runs = await client.runs.list(thread["thread_id"], limit=10)
+            if any(run["status"] == "success" for run in runs):
+                return True
+        return False
+
+    try:
+        await eventually(kept, "a stateless tick's thread to be kept with its run")
+    finally:
+        await client.crons.delete(cron["cron_id"])
+    threads = await client.threads.search(metadata={"suite": suite}, limit=100)
+    assert all(t["thread_id"] != cron["thread_id"] for t in threads)  # a new one each tick
+    values = [(await client.threads.get_state(t["thread_id"]))["values"] for t in threads]
+    assert any(v and v["messages"][0]["content"] == "stateless tick" for v in values)

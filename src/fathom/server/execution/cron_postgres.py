@@ -73,8 +73,10 @@ def _next(record: dict[str, Any]) -> datetime | None:
 class PostgresCronStore:
     """`CronStore` over a PostgreSQL database shared by replicas; connects on first use."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, lease_seconds: float = FIRING_LEASE_SECONDS) -> None:
+        """``lease_seconds``: how long a firing claimed here is this replica's alone."""
         self.url = url
+        self.lease_seconds = lease_seconds
         self.owner = f"cron-{uuid.uuid4()}"
         self._pool: Any = None
         self._opening = asyncio.Lock()
@@ -179,7 +181,7 @@ class PostgresCronStore:
                     "cron) VALUES (%s, %s, %s, %s, clock_timestamp() + make_interval(secs => "
                     "%s), %s) ON CONFLICT (run_id) DO NOTHING",
                     (firing.run_id, cron["cron_id"], firing.due, self.owner,
-                     FIRING_LEASE_SECONDS, Jsonb(advanced)),
+                     self.lease_seconds, Jsonb(advanced)),
                 )  # fmt: skip
                 firings.append(firing)
         return firings
@@ -187,7 +189,7 @@ class PostgresCronStore:
     async def reclaim(self) -> list[Firing]:
         async with await self._connection() as conn:
             cursor = await conn.execute(
-                _RECLAIM, {"owner": self.owner, "lease": FIRING_LEASE_SECONDS}
+                _RECLAIM, {"owner": self.owner, "lease": self.lease_seconds}
             )
             rows = await cursor.fetchall()
         return [Firing(dict(cron), str(due), str(run_id)) for cron, due, run_id in rows]
