@@ -173,7 +173,7 @@ async def patch(request: Request) -> Response:
     schedule = check_schedule(body["schedule"]) if body.get("schedule") is not None else None
     timezone = check_timezone(body.get("timezone"))
     end_time = _utc(body.get("end_time"), "end_time")
-    enabled = opt_bool(body, "enabled", cron["enabled"])
+    enabled = opt_bool(body, "enabled") if body.get("enabled") is not None else None
     on_run_completed = body.get("on_run_completed")
     if on_run_completed is not None:
         on_run_completed = opt_enum(body, "on_run_completed", ("delete", "keep"), "delete")
@@ -181,7 +181,9 @@ async def patch(request: Request) -> Response:
     await check_run_body(server, _run_body(_merge_payload(cron, body)))
 
     def change(current: dict[str, Any]) -> dict[str, Any]:
-        new = {**current, "payload": _merge_payload(current, body), "enabled": enabled}
+        new = {**current, "payload": _merge_payload(current, body)}
+        if enabled is not None:
+            new["enabled"] = enabled
         if timezone is not None:
             new["timezone"] = timezone
         if schedule is not None:
