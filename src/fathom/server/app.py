@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from fathom.server import (
     threads,
     web,
 )
+from fathom.server import crons as cron_api
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
     ApiError,
@@ -34,6 +36,7 @@ from fathom.server.errors import (
     http_exception_handler,
     unhandled_error_handler,
 )
+from fathom.server.execution.cron_scheduler import CronScheduler
 from fathom.server.execution.manager import RunManager
 from fathom.server.graphs import GraphRegistry, GraphSource
 from fathom.server.records import RecordStore
@@ -90,15 +93,20 @@ def create_app(
     # Replicas write each other's thread records: none may keep copies of them.
     records = RecordStore(store, cache_threads=queue is None)
     manager = RunManager(registry, records, checkpointer, jobs, queue)
-    server = FathomServer(registry, checkpointer, store, records, manager)
+    cron_store = cron_api.cron_store(store, replica_database)
+    server = FathomServer(registry, checkpointer, store, records, manager, cron_store)
+    scheduler = CronScheduler(cron_store, functools.partial(cron_api.fire, server))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await server.runs.start()
+        await scheduler.start()  # crons fire while the server serves
         try:
             yield
         finally:
+            await scheduler.stop()
             await server.runs.shutdown()
+            await cron_store.close()
 
     app = Starlette(
         routes=[
@@ -106,6 +114,7 @@ def create_app(
             *assistants.routes,
             *threads.routes,
             *thread_prune.routes,
+            *cron_api.routes,  # before runs' routes: /runs/crons is not a run id
             *runs.routes,
             *run_batch.routes,
             *protocol_aliases.routes,

@@ -32,7 +32,7 @@ from fathom.server.validation import (
     read_json,
 )
 
-__all__ = ["parse_stateless", "routes", "start_run", "submit_stateless"]
+__all__ = ["check_run_body", "parse_stateless", "routes", "start_run", "submit_stateless"]
 
 _STREAM_MODES = (
     "values",
@@ -67,7 +67,12 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _parse(
-    server: FathomServer, body: dict[str, Any], thread_id: str, *, temporary: bool
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str,
+    *,
+    temporary: bool,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     if not (requested := opt_str(body, "assistant_id")):
         raise Unprocessable("'assistant_id' is required")
@@ -89,7 +94,7 @@ async def _parse(
     metadata = opt_dict(body, "metadata") or {}
     stamp = now_iso()
     return {
-        "run_id": server.runs.new_run_id(),
+        "run_id": run_id or server.runs.new_run_id(),
         "thread_id": thread_id,
         "assistant_id": assistant_id,
         "metadata": {**metadata, "graph_id": graph_id, "assistant_id": assistant_id},
@@ -118,30 +123,39 @@ async def _parse(
     }
 
 
+async def check_run_body(server: FathomServer, body: dict[str, Any]) -> None:
+    """Raise the error `start_run` would answer for ``body`` (a cron checks its payload)."""
+    await _parse(server, body, str(uuid.uuid4()), temporary=False)
+
+
 async def start_run(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None
+    server: FathomServer, body: dict[str, Any], thread_id: str | None, run_id: str | None = None
 ) -> dict[str, Any]:
-    """Validate ``body``, find or create the thread, and submit the run.
+    """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
     """
     if thread_id is None:
-        return await submit_stateless(server, body, await parse_stateless(server, body))
+        run = await parse_stateless(server, body, run_id)
+        return await submit_stateless(server, body, run)
     thread_id = check_id(thread_id, "thread")
     existing = await server.records.get_thread(thread_id)
     create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
     if existing is None and not create:
         raise NotFound(f"Thread with ID {thread_id} not found")
-    run = await _parse(server, body, thread_id, temporary=False)
+    run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
     thread = existing or await server.records.new_thread(thread_id, None)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
 
 
-async def parse_stateless(server: FathomServer, body: dict[str, Any]) -> dict[str, Any]:
+async def parse_stateless(
+    server: FathomServer, body: dict[str, Any], run_id: str | None = None
+) -> dict[str, Any]:
     """Check a stateless run's ``body`` and build its run record; nothing is written yet."""
     on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
-    return await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
+    temporary = on_completion == "delete"
+    return await _parse(server, body, str(uuid.uuid4()), temporary=temporary, run_id=run_id)
 
 
 async def submit_stateless(
