@@ -16,7 +16,16 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from fathom.hosting.loopback import register_app
-from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads, web
+from fathom.server import (
+    assistants,
+    protocol_aliases,
+    runs,
+    store_routes,
+    system,
+    thread_stream,
+    threads,
+    web,
+)
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
     ApiError,
@@ -95,6 +104,7 @@ def create_app(
             *system.routes,
             *assistants.routes,
             *threads.routes,
+            *thread_stream.routes,
             *runs.routes,
             *protocol_aliases.routes,
             *store_routes.routes,

@@ -1,0 +1,126 @@
+"""``GET /threads/{thread_id}/stream``: the events of a thread's runs, as they happen.
+
+The stream follows the thread until the client goes away: each run of the thread that is
+active when it joins or starts later, oldest first (a thread runs one at a time), from the
+run's first event; after each run a ``metadata`` event ``{"status": "run_done", "run_id"}``;
+and, for ``state_update``, a ``state_update`` event ``{"state", "thread_id"}`` after each
+``POST /threads/{id}/state``. ``stream_mode`` (the SDK's name; ``stream_modes`` is
+langgraph-api's) picks ``run_modes`` (the runs' events and ``run_done``; the default),
+``lifecycle`` (only the runs' ``metadata`` start and ``run_done`` events) and ``state_update``.
+
+Event ids are ``{run_id}:{index}`` (``{run_id}:done`` for ``run_done``); with one as
+``Last-Event-ID`` the stream first goes on with that run after that event (when its events
+are still kept), then follows the thread as above.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Collection
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fathom.server.context import FathomServer, server_of
+from fathom.server.errors import Unprocessable
+from fathom.server.serde import dumps
+from fathom.server.sse import frame, sse_response
+from fathom.server.stream_params import query_modes
+from fathom.server.validation import check_id
+
+__all__ = ["THREAD_STREAM_MODES", "routes"]
+
+THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
+POLL_SECONDS = 1.0
+"""How often the stream looks for runs started on other replicas (local ones wake it)."""
+_DONE = "done"
+
+
+def _wanted(event: str, modes: Collection[str]) -> bool:
+    if event == "state_update":
+        return "state_update" in modes
+    return "run_modes" in modes or ("lifecycle" in modes and event == "metadata")
+
+
+def _resume_point(request: Request) -> tuple[str, int] | None:
+    """``(run_id, index)`` from ``Last-Event-ID`` (index -2 after ``run_done``), or None."""
+    raw = (request.headers.get("last-event-id") or "").strip()
+    if not raw:
+        return None
+    run_id, _, index = raw.rpartition(":")
+    if not run_id or not (index.isdigit() or index == _DONE):
+        raise Unprocessable(
+            f"Invalid Last-Event-ID {raw!r}: thread stream ids are '{{run_id}}:{{index}}'"
+        )
+    return check_id(run_id, "run"), -2 if index == _DONE else int(index)
+
+
+async def _run_frames(
+    server: FathomServer, thread_id: str, run_id: str, after: int, modes: Collection[str]
+) -> AsyncIterator[bytes]:
+    """The frames of one run of the thread after index ``after``, then its ``run_done``."""
+    run = await server.records.get_run(run_id)
+    if run is None or run["thread_id"] != thread_id:
+        return
+    if after > -2:
+        stream = await server.runs.stream(run)
+        if stream is not None:
+            async for index, event, data in stream.listen(None, after):
+                if _wanted(event, modes):
+                    yield frame(event, data, f"{run_id}:{index}")
+        else:
+            await server.runs.wait(run_id)
+    if "run_modes" in modes or "lifecycle" in modes:
+        done = dumps({"status": "run_done", "run_id": run_id})
+        yield frame("metadata", done, f"{run_id}:{_DONE}")
+
+
+async def _follow(
+    server: FathomServer,
+    thread_id: str,
+    modes: Collection[str],
+    resume: tuple[str, int] | None,
+) -> AsyncIterator[bytes]:
+    seen: set[str] = set()
+    with server.runs.thread_notes(thread_id) as notes:
+        if resume is not None:
+            seen.add(resume[0])
+            async for out in _run_frames(server, thread_id, resume[0], resume[1], modes):
+                yield out
+        while True:
+            for run_id in await server.runs.active_runs(thread_id):
+                if run_id not in seen:
+                    seen.add(run_id)
+                    async for out in _run_frames(server, thread_id, run_id, -1, modes):
+                        yield out
+            note: tuple[str, Any] | None = None
+            with contextlib.suppress(TimeoutError):
+                note = await asyncio.wait_for(notes.get(), POLL_SECONDS)
+            if note is None:
+                continue
+            kind, value = note
+            if kind == "state_update" and "state_update" in modes:
+                yield frame("state_update", dumps(value))
+            elif kind == "run" and value not in seen:
+                seen.add(value)
+                async for out in _run_frames(server, thread_id, value, -1, modes):
+                    yield out
+
+
+async def join(request: Request) -> Response:
+    """``GET /threads/{thread_id}/stream``: follow the thread's runs (and state updates)."""
+    server = await server_of(request)
+    thread = await server.thread(request.path_params["thread_id"])
+    modes = (
+        query_modes(request, "stream_mode", THREAD_STREAM_MODES)
+        or query_modes(request, "stream_modes", THREAD_STREAM_MODES)
+        or ["run_modes"]
+    )
+    resume = _resume_point(request)
+    return sse_response(_follow(server, thread["thread_id"], modes, resume))
+
+
+routes = [Route("/threads/{thread_id}/stream", join, methods=["GET"])]
