@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Collection
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -31,7 +32,7 @@ from fathom.server.sse import frame, sse_response
 from fathom.server.stream_params import query_modes
 from fathom.server.validation import check_id
 
-__all__ = ["THREAD_STREAM_MODES", "routes"]
+__all__ = ["THREAD_STREAM_MODES", "ThreadItem", "follow_thread", "routes"]
 
 THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
 POLL_SECONDS = 1.0
@@ -58,10 +59,24 @@ def _resume_point(request: Request) -> tuple[str, int] | None:
     return check_id(run_id, "run"), -2 if index == _DONE else int(index)
 
 
-async def _run_frames(
-    server: FathomServer, thread_id: str, run_id: str, after: int, modes: Collection[str]
-) -> AsyncIterator[bytes]:
-    """The frames of one run of the thread after index ``after``, then its ``run_done``."""
+@dataclass(frozen=True)
+class ThreadItem:
+    """One thing a thread stream follows: a run's event, a run's end, or a state update."""
+
+    kind: Literal["event", "run_done", "state_update"]
+    run: dict[str, Any] | None
+    """The run record (for ``event`` and ``run_done``; re-read at ``run_done``)."""
+    index: int = -1
+    event: str = ""
+    data: bytes = b""
+    value: Any = None
+    """The ``state_update`` payload."""
+
+
+async def _run_items(
+    server: FathomServer, thread_id: str, run_id: str, after: int
+) -> AsyncIterator[ThreadItem]:
+    """One run of the thread after index ``after`` (-2: only its end), then its end."""
     run = await server.records.get_run(run_id)
     if run is None or run["thread_id"] != thread_id:
         return
@@ -69,45 +84,75 @@ async def _run_frames(
         stream = await server.runs.stream(run)
         if stream is not None:
             async for index, event, data in stream.listen(None, after):
-                if _wanted(event, modes):
-                    yield frame(event, data, f"{run_id}:{index}")
+                yield ThreadItem("event", run, index, event, data)
         else:
             await server.runs.wait(run_id)
-    if "run_modes" in modes or "lifecycle" in modes:
-        done = dumps({"status": "run_done", "run_id": run_id})
-        yield frame("metadata", done, f"{run_id}:{_DONE}")
+    yield ThreadItem("run_done", await server.records.get_run(run_id) or run)
 
 
-async def _follow(
+async def follow_thread(
     server: FathomServer,
     thread_id: str,
-    modes: Collection[str],
-    resume: tuple[str, int] | None,
-) -> AsyncIterator[bytes]:
+    *,
+    resume: tuple[str, int] | None = None,
+    history: bool = False,
+) -> AsyncIterator[ThreadItem]:
+    """Follow the thread until the caller stops: ``resume``'s run after its index first;
+    with ``history``, every earlier run of the thread whose events are still kept, oldest
+    first; then each run active now or started later, and the state updates."""
     seen: set[str] = set()
     with server.runs.thread_notes(thread_id) as notes:
         if resume is not None:
             seen.add(resume[0])
-            async for out in _run_frames(server, thread_id, resume[0], resume[1], modes):
-                yield out
+            async for item in _run_items(server, thread_id, resume[0], resume[1]):
+                yield item
+        if history:
+            for run in reversed(await server.records.list_runs(thread_id)):
+                if run["run_id"] in seen:
+                    continue
+                seen.add(run["run_id"])
+                if await server.runs.stream(run) is not None:
+                    async for item in _run_items(server, thread_id, run["run_id"], -1):
+                        yield item
         while True:
             for run_id in await server.runs.active_runs(thread_id):
                 if run_id not in seen:
                     seen.add(run_id)
-                    async for out in _run_frames(server, thread_id, run_id, -1, modes):
-                        yield out
+                    async for item in _run_items(server, thread_id, run_id, -1):
+                        yield item
             note: tuple[str, Any] | None = None
             with contextlib.suppress(TimeoutError):
                 note = await asyncio.wait_for(notes.get(), POLL_SECONDS)
             if note is None:
                 continue
             kind, value = note
-            if kind == "state_update" and "state_update" in modes:
-                yield frame("state_update", dumps(value))
+            if kind == "state_update":
+                yield ThreadItem("state_update", None, value=value)
             elif kind == "run" and value not in seen:
                 seen.add(value)
-                async for out in _run_frames(server, thread_id, value, -1, modes):
-                    yield out
+                async for item in _run_items(server, thread_id, value, -1):
+                    yield item
+
+
+async def _frames(
+    server: FathomServer,
+    thread_id: str,
+    modes: Collection[str],
+    resume: tuple[str, int] | None,
+) -> AsyncIterator[bytes]:
+    async for item in follow_thread(server, thread_id, resume=resume):
+        if item.kind == "state_update":
+            if "state_update" in modes:
+                yield frame("state_update", dumps(item.value))
+            continue
+        assert item.run is not None
+        run_id = item.run["run_id"]
+        if item.kind == "run_done":
+            if "run_modes" in modes or "lifecycle" in modes:
+                done = dumps({"status": "run_done", "run_id": run_id})
+                yield frame("metadata", done, f"{run_id}:{_DONE}")
+        elif _wanted(item.event, modes):
+            yield frame(item.event, item.data, f"{run_id}:{item.index}")
 
 
 async def join(request: Request) -> Response:
@@ -120,7 +165,7 @@ async def join(request: Request) -> Response:
         or ["run_modes"]
     )
     resume = _resume_point(request)
-    return sse_response(_follow(server, thread["thread_id"], modes, resume))
+    return sse_response(_frames(server, thread["thread_id"], modes, resume))
 
 
 routes = [Route("/threads/{thread_id}/stream", join, methods=["GET"])]
