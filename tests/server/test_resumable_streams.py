@@ -16,14 +16,14 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from langgraph_sdk.schema import StreamPart
+from langgraph_sdk.schema import StreamMode, StreamPart
 from tests.postgres import postgres_uri
 from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available
 from tests.server.support import Gate, user, wait_started
 
 __all__ = ["postgres_uri"]  # the fixture, imported for this module's tests
 
-MODES = ["values", "updates"]
+MODES: list[StreamMode] = ["values", "updates"]
 
 
 def _parts(parts: list[StreamPart]) -> list[tuple[str | None, str, Any]]:
