@@ -56,7 +56,6 @@ class EventLog:
         self.on_stored: Stored | None = None
         self._pending: dict[tuple[str, str], list[tuple[int, str, bytes]]] = {}
         self._lock = asyncio.Lock()
-        self._wanted = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
 
     def sink(self, thread_id: str) -> Callable[[str, int, str, bytes], None]:
@@ -64,7 +63,6 @@ class EventLog:
 
         def publish(run_id: str, index: int, event: str, data: bytes) -> None:
             self._pending.setdefault((thread_id, run_id), []).append((index, event, data))
-            self._wanted.set()
             if self._flusher is None or self._flusher.done():
                 self._flusher = asyncio.create_task(self._flush_soon(), name="fathom-event-log")
 
