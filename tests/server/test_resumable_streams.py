@@ -8,6 +8,7 @@ uninterrupted one: the events before the drop plus the events after it, no gap, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,36 @@ async def test_the_sdk_reconnects_a_resumable_stream_by_itself_across_a_server_c
     assert attempts == [1, 2]
     assert parts[-1].event == "values"
     assert parts[-1].data["messages"][-1]["content"] == "released: go"
+
+
+async def test_a_thread_stream_on_one_replica_carries_the_runs_that_run_on_another(
+    workdir: Path, servers: list[ServerProcess], postgres_uri: str, tmp_path: Path
+) -> None:
+    def replica(name: str) -> ServerProcess:
+        options = ("--database", postgres_uri, "--lease-seconds", "5")
+        return ServerProcess(kind="fathom", workdir=workdir, name=name, extra_args=options)
+
+    gate = Gate(tmp_path / "gate")
+    one = _start(servers, replica("-a"))
+    thread = await one.threads.create()
+    first = await one.runs.create(
+        thread["thread_id"], "gated", input=gate.input("one"), stream_mode=MODES
+    )
+    await wait_started(gate)  # claimed by the first replica, the only one then
+    two = _start(servers, replica("-b"))
+    followed = await two.threads.join_stream(thread["thread_id"])
+    parts = [await anext(followed)]  # the first run's metadata: the stream follows it
+    second = await one.runs.create(thread["thread_id"], "agent", input=user("two"))
+    gate.release()
+    async with asyncio.timeout(120):  # bounds a hang; the runs end in a second or two
+        async for part in followed:
+            parts.append(part)
+            done = [p for p in parts if p.data.get("status") == "run_done"]
+            if len(done) == 2:
+                break
+    await followed.aclose()  # pyright: ignore[reportAttributeAccessIssue]
+    starts = [p.data["run_id"] for p in parts if p.event == "metadata" and "attempt" in p.data]
+    assert starts == [first["run_id"], second["run_id"]]
+    assert [p.data["run_id"] for p in done] == [first["run_id"], second["run_id"]]
+    last_values = [p.data for p in parts if p.event == "values"][-1]
+    assert last_values["messages"][-1]["content"] == "echo: two"

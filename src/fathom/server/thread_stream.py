@@ -90,6 +90,27 @@ async def _run_items(
     yield ThreadItem("run_done", await server.records.get_run(run_id) or run)
 
 
+async def _earlier_runs(server: FathomServer, thread_id: str) -> set[str]:
+    """On replicas, the thread's runs that had ended when the stream joined (None needed on
+    one server, where every run's start is told to the stream)."""
+    if server.runs.queue is None:
+        return set()
+    ids = [run["run_id"] for run in await server.records.list_runs(thread_id)]
+    active = set(await server.runs.active_runs(thread_id))
+    return {run_id for run_id in ids if run_id not in active}
+
+
+async def _runs_to_follow(server: FathomServer, thread_id: str, earlier: set[str]) -> list[str]:
+    """The thread's active runs, oldest first; on replicas also every run created since the
+    stream joined, since one on another replica can start and end between two looks."""
+    active = await server.runs.active_runs(thread_id)
+    if server.runs.queue is None:
+        return active
+    runs = reversed(await server.records.list_runs(thread_id))  # oldest first
+    return list(dict.fromkeys([*(r["run_id"] for r in runs if r["run_id"] not in earlier),
+                               *active]))  # fmt: skip
+
+
 async def follow_thread(
     server: FathomServer,
     thread_id: str,
@@ -102,6 +123,7 @@ async def follow_thread(
     first; then each run active now or started later, and the state updates."""
     seen: set[str] = set()
     with server.runs.thread_notes(thread_id) as notes:
+        earlier = await _earlier_runs(server, thread_id)
         if resume is not None:
             seen.add(resume[0])
             async for item in _run_items(server, thread_id, resume[0], resume[1]):
@@ -115,7 +137,7 @@ async def follow_thread(
                     async for item in _run_items(server, thread_id, run["run_id"], -1):
                         yield item
         while True:
-            for run_id in await server.runs.active_runs(thread_id):
+            for run_id in await _runs_to_follow(server, thread_id, earlier):
                 if run_id not in seen:
                     seen.add(run_id)
                     async for item in _run_items(server, thread_id, run_id, -1):
