@@ -11,6 +11,9 @@ langgraph-api's) picks ``run_modes`` (the runs' events and ``run_done``; the def
 Event ids are ``{run_id}:{index}`` (``{run_id}:done`` for ``run_done``); with one as
 ``Last-Event-ID`` the stream first goes on with that run after that event (when its events
 are still kept), then follows the thread as above.
+
+A run that starts on this server wakes the stream at once; on replicas the stream also looks
+at the thread's runs once a second (``POLL_SECONDS``), for those started on other replicas.
 """
 
 from __future__ import annotations
