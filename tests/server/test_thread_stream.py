@@ -19,6 +19,9 @@ from langgraph_sdk.schema import StreamPart
 from tests.server.servers import ServerProcess
 from tests.server.support import Gate, eventually, user, wait_started
 
+DEADLINE_S = 60.0
+"""Bounds a hang; the scripted runs end in milliseconds."""
+
 
 @pytest.fixture(autouse=True)
 def _fathom_only(server: ServerProcess) -> None:
@@ -44,10 +47,20 @@ def _run_done(parts: list[StreamPart], count: int) -> bool:
     return len(ends) == count
 
 
-def _reader(
+async def _joined(
     stream: AsyncIterator[StreamPart], done: Callable[[list[StreamPart]], bool]
 ) -> asyncio.Task[list[StreamPart]]:
-    return asyncio.ensure_future(_until(stream, done))
+    """Read the stream's first part (it follows the thread from then on), then the rest
+    until `done` holds of all of them, in a task."""
+    first = await asyncio.wait_for(anext(stream), DEADLINE_S)
+
+    async def rest() -> list[StreamPart]:
+        if done([first]):
+            await stream.aclose()  # pyright: ignore[reportAttributeAccessIssue]
+            return [first]
+        return [first, *await _until(stream, lambda parts: done([first, *parts]))]
+
+    return asyncio.ensure_future(rest())
 
 
 async def test_the_thread_stream_carries_each_runs_events_and_a_run_done_after_each(
@@ -59,12 +72,12 @@ async def test_the_thread_stream_carries_each_runs_events_and_a_run_done_after_e
         thread["thread_id"], "gated", input=gate.input("one"), stream_mode=["values"]
     )
     await wait_started(gate)  # the stream joins while the first run is active
-    reader = _reader(
+    reader = await _joined(
         await client.threads.join_stream(thread["thread_id"]), lambda ps: _run_done(ps, 2)
     )
     second = await client.runs.create(thread["thread_id"], "agent", input=user("two"))
     gate.release()
-    parts = await asyncio.wait_for(reader, 60)
+    parts = await asyncio.wait_for(reader, DEADLINE_S)
     runs = [p.data["run_id"] for p in parts if p.event == "metadata"]
     assert runs == [first["run_id"], first["run_id"], second["run_id"], second["run_id"]]
     values = [p.data for p in parts if p.event == "values"]
@@ -81,12 +94,12 @@ async def test_the_lifecycle_thread_stream_carries_only_run_starts_and_ends(
     gate = new_gate()
     run = await client.runs.create(thread["thread_id"], "gated", input=gate.input("x"))
     await wait_started(gate)
-    reader = _reader(
+    reader = await _joined(
         await client.threads.join_stream(thread["thread_id"], stream_mode="lifecycle"),
         lambda ps: _run_done(ps, 1),
     )
     gate.release()
-    parts = await asyncio.wait_for(reader, 60)
+    parts = await asyncio.wait_for(reader, DEADLINE_S)
     assert [p.event for p in parts] == ["metadata", "metadata"]
     assert parts[0].data == {"run_id": run["run_id"], "attempt": 1}
     assert parts[1].data == {"status": "run_done", "run_id": run["run_id"]}
@@ -116,13 +129,11 @@ async def test_a_state_update_reaches_the_state_update_thread_stream(
     await wait_started(gate)
     both: Any = ["run_modes", "state_update"]
     stream = await client.threads.join_stream(thread["thread_id"], stream_mode=both)
-    first = await anext(stream)  # the stream follows the thread now
-    assert first.event == "metadata"
+    reader = await _joined(stream, lambda ps: any(p.event == "state_update" for p in ps))
     gate.release()
-    reader = _reader(stream, lambda ps: any(p.event == "state_update" for p in ps))
     await eventually(lambda: _idle(client, thread["thread_id"]), "the run to end")
     await client.threads.update_state(thread["thread_id"], {"messages": []})
-    parts = await asyncio.wait_for(reader, 60)
+    parts = await asyncio.wait_for(reader, DEADLINE_S)
     assert _run_done(parts, 1)
     update = parts[-1]
     assert update.event == "state_update" and update.data["thread_id"] == thread["thread_id"]
