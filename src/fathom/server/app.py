@@ -23,8 +23,10 @@ from fathom.server import (
     run_batch,
     runs,
     store_routes,
+    stream_v2,
     system,
     thread_prune,
+    thread_stream,
     threads,
     web,
 )
@@ -115,6 +117,8 @@ def create_app(
             *threads.routes,
             *thread_prune.routes,
             *cron_api.routes,  # before runs' routes: /runs/crons is not a run id
+            *thread_stream.routes,
+            *stream_v2.routes,
             *runs.routes,
             *run_batch.routes,
             *protocol_aliases.routes,

@@ -20,6 +20,7 @@ from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
 from fathom.server.records import now_iso
 from fathom.server.sse import frame, sse_response
+from fathom.server.stream_params import last_event_index, query_modes
 from fathom.server.validation import (
     check_id,
     opt_bool,
@@ -195,7 +196,7 @@ async def _events(
     after: int,
     cancel_on_disconnect: bool,
 ) -> AsyncIterator[bytes]:
-    stream = await server.runs.stream(run["run_id"])
+    stream = await server.runs.stream(run)
     if stream is None:
         return
     finished = False
@@ -206,11 +207,6 @@ async def _events(
     finally:
         if not finished and cancel_on_disconnect:
             await server.runs.cancel(run["run_id"])
-
-
-def _last_event_id(request: Request) -> int:
-    raw = request.headers.get("last-event-id")
-    return int(raw) if raw and raw.isdigit() else -1
 
 
 # thread-scoped
@@ -296,9 +292,14 @@ async def join_stream(request: Request) -> Response:
     """``GET .../runs/{run_id}/stream``: replay and follow the run's events."""
     server = await server_of(request)
     run = await _run(server, request, "thread_id" in request.path_params)
-    modes = request.query_params.getlist("stream_mode") or None
+    modes = query_modes(request, "stream_mode", _STREAM_MODES)
+    after = last_event_index(request)
     cancel = query_bool(request, "cancel_on_disconnect")
-    return sse_response(_events(server, run, modes, _last_event_id(request), cancel))
+    location = _location(run, "thread_id" not in request.path_params)
+    return sse_response(
+        _events(server, run, modes, after, cancel),
+        {"Location": f"{location}/stream", "Content-Location": location},
+    )
 
 
 async def cancel(request: Request) -> Response:

@@ -123,6 +123,7 @@ async def remove_thread(server: FathomServer, thread_id: str) -> None:
         await server.runs.wait(run_id)
     await server.records.delete_thread(thread_id)
     await server.checkpointer.adelete_thread(thread_id)
+    await server.runs.forget_events(thread_id)
 
 
 def _matches(sub: Any, full: Any) -> bool:
@@ -245,6 +246,10 @@ async def update_state(request: Request) -> Response:
     thread["status"] = await server.runs.thread_state_status(thread)
     thread["updated_at"] = thread["state_updated_at"] = now_iso()
     await server.records.put_thread(thread)
+    if server.runs.listens_to(thread["thread_id"]):  # a thread stream wants the new state
+        snap = await graph.aget_state(_config(thread["thread_id"]))
+        update = {"state": snapshot_json(snap), "thread_id": thread["thread_id"]}
+        server.runs.note_thread(thread["thread_id"], "state_update", update)
     ref = dict(config.get("configurable") or {})
     return json_response(
         {"checkpoint": ref, "configurable": ref, "checkpoint_id": ref.get("checkpoint_id")}
