@@ -1,0 +1,269 @@
+"""The conversation index on PostgreSQL: a table of messages with a `tsvector` column.
+
+Used when the storage is PostgreSQL (`fathom serve --database postgresql://...`), so every
+replica searches the same index. `fathom_conversation_messages` keeps one row per message,
+keyed by user, thread and message id; its `search` column is generated from the text
+(`to_tsvector`) and has a GIN index. A search parses the model's text with
+`websearch_to_tsquery` (quotes make a phrase, `or` and `-word` work as on a search engine,
+and nothing in it is a syntax error), ranks with `ts_rank` and cuts snippets with
+`ts_headline`. When no message has every word, any of them may match, as on SQLite.
+
+The tables are created at the first use of each index object, under an advisory lock so two
+replicas starting together do not race on `CREATE TABLE`. Give a connection string (each
+operation opens a short connection; the sync methods work too) or an open
+`psycopg_pool.AsyncConnectionPool` (async methods only). Needs the `postgres` extra.
+
+Layer: capabilities (`fathom.memory`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, LiteralString
+
+from fathom.memory.records import (
+    ConversationHit,
+    ConversationMessage,
+    ConversationSearchError,
+    query_terms,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresConversationIndex"]
+
+_LANGUAGE = re.compile(r"^[a-z_]+$")
+
+_SCHEMA = (
+    "SELECT pg_advisory_xact_lock(hashtext('fathom_conversation_messages'))",
+    """CREATE TABLE IF NOT EXISTS fathom_conversation_messages (
+    user_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    time TIMESTAMPTZ NOT NULL,
+    search TSVECTOR GENERATED ALWAYS AS (to_tsvector({language}::regconfig, content)) STORED,
+    PRIMARY KEY (user_id, thread_id, message_id)
+)""",
+    """CREATE INDEX IF NOT EXISTS fathom_conversation_messages_search
+    ON fathom_conversation_messages USING GIN (search)""",
+)
+"""Run in one transaction, one statement at a time (a pool may prepare every statement)."""
+
+_UPSERT = """
+INSERT INTO fathom_conversation_messages (user_id, thread_id, message_id, role, content, time)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (user_id, thread_id, message_id) DO UPDATE SET content = EXCLUDED.content
+WHERE fathom_conversation_messages.content IS DISTINCT FROM EXCLUDED.content
+"""
+
+_INDEXED = """
+SELECT message_id FROM fathom_conversation_messages
+WHERE user_id = %s AND thread_id = %s AND message_id = ANY(%s)
+"""
+
+_HEADLINE = "StartSel=[, StopSel=], MinWords=8, MaxWords=24, MaxFragments=2"
+"""`ts_headline` options: matched words in [brackets], as on SQLite, and a short snippet."""
+
+_SEARCH_HEAD = """
+SELECT m.thread_id, m.message_id, m.role, m.time,
+       ts_headline(%(language)s::regconfig, m.content, q.query, %(headline)s),
+       ts_rank(m.search, q.query) AS rank
+FROM fathom_conversation_messages AS m, ("""
+_SEARCH_TAIL = """) AS q(query)
+WHERE m.user_id = %(user_id)s AND m.thread_id IS DISTINCT FROM %(exclude)s
+  AND m.search @@ q.query
+ORDER BY rank DESC, m.time DESC
+LIMIT %(limit)s
+"""
+_SEARCH_ALL_WORDS = (
+    _SEARCH_HEAD + "SELECT websearch_to_tsquery(%(language)s::regconfig, %(text)s)" + _SEARCH_TAIL
+)
+_SEARCH_ANY_WORD = (
+    _SEARCH_HEAD
+    + "SELECT replace(plainto_tsquery(%(language)s::regconfig, %(terms)s)::text, ' & ', ' | ')"
+    "::tsquery" + _SEARCH_TAIL
+)  # the words are \w+ runs, so the only operators in plainto's output are its own ' & '
+
+
+def _tuple_row() -> Any:
+    """psycopg's tuple rows, whatever row factory a borrowed pool's connections have."""
+    from psycopg.rows import tuple_row
+
+    return tuple_row
+
+
+def _hit(row: tuple[Any, ...]) -> ConversationHit:
+    thread_id, message_id, role, time, snippet, rank = row
+    return ConversationHit(
+        thread_id=thread_id, message_id=message_id, role=role, time=time, snippet=snippet,
+        score=float(rank),
+    )  # fmt: skip
+
+
+class PostgresConversationIndex:
+    """A conversation index in a PostgreSQL database.
+
+    `conninfo`: a `postgresql://` URL (sync and async use). `pool`: an open async pool to
+    borrow connections from instead (async use only). `language`: the text-search
+    configuration for stemming and stop words (`english` by default), fixed when the table is
+    first created.
+    """
+
+    def __init__(
+        self,
+        conninfo: str | None = None,
+        *,
+        pool: AsyncConnectionPool[Any] | None = None,
+        language: str = "english",
+    ) -> None:
+        if (conninfo is None) == (pool is None):
+            raise ConversationSearchError(
+                "PostgresConversationIndex needs exactly one of conninfo='postgresql://...' "
+                "or pool=AsyncConnectionPool(...)")  # fmt: skip
+        if not _LANGUAGE.match(language):
+            raise ConversationSearchError(
+                f"language={language!r} is not a text-search configuration name; use one of "
+                "PostgreSQL's, e.g. 'english' or 'simple'")  # fmt: skip
+        self.conninfo = conninfo
+        self.pool = pool
+        self.language = language
+        self._ready = False
+        self._setup_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresConversationIndex(language={self.language!r})"
+
+    # ------------------------------------------------------------------ connections
+
+    def _schema(self) -> list[sql.Composed]:
+        from psycopg import sql
+
+        language = sql.Literal(self.language)
+        return [sql.SQL(statement).format(language=language) for statement in _SCHEMA]
+
+    @contextmanager
+    def _sync_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        import psycopg
+
+        if self.conninfo is None:
+            raise ConversationSearchError(
+                "this PostgresConversationIndex was given an async pool: use the agent with "
+                "ainvoke/astream, or give it conninfo='postgresql://...' for sync use")  # fmt: skip
+        with psycopg.connect(self.conninfo, autocommit=True) as connection:
+            if not self._ready:
+                with connection.transaction():
+                    for statement in self._schema():
+                        connection.execute(statement, prepare=False)
+                self._ready = True
+            yield connection
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with self._borrowed() as connection:
+            if not self._ready:
+                async with self._setup_lock:
+                    if not self._ready:
+                        async with connection.transaction():
+                            for statement in self._schema():
+                                await connection.execute(statement, prepare=False)
+                        self._ready = True
+            yield connection
+
+    @asynccontextmanager
+    async def _borrowed(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        import psycopg
+
+        if self.pool is not None:
+            async with self.pool.connection() as connection:
+                yield connection
+            return
+        assert self.conninfo is not None
+        async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
+            yield conn
+
+    # ------------------------------------------------------------------ statements
+
+    def _rows(self, messages: Sequence[ConversationMessage]) -> list[tuple[Any, ...]]:
+        return [(m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time)
+                for m in messages]  # fmt: skip
+
+    def _searches(self, user_id: str, query: str, limit: int, exclude: str | None
+                  ) -> list[tuple[LiteralString, dict[str, Any]]]:  # fmt: skip
+        """The searches to try, strictest first, as (SQL, parameters)."""
+        terms = query_terms(query)
+        common = {"language": self.language, "headline": _HEADLINE, "user_id": user_id,
+                  "exclude": exclude, "limit": max(1, limit)}  # fmt: skip
+        searches: list[tuple[LiteralString, dict[str, Any]]] = [
+            (_SEARCH_ALL_WORDS, {**common, "text": query})]  # fmt: skip
+        if len(terms) > 1:
+            searches.append((_SEARCH_ANY_WORD, {**common, "terms": " ".join(terms)}))
+        return searches
+
+    def add(self, messages: Sequence[ConversationMessage]) -> None:
+        """Index `messages` in one transaction (see `ConversationIndex.add`)."""
+        if not messages:
+            return
+        with self._sync_connection() as connection, connection.transaction():
+            connection.cursor(row_factory=_tuple_row()).executemany(_UPSERT, self._rows(messages))
+
+    async def aadd(self, messages: Sequence[ConversationMessage]) -> None:
+        """Index `messages` in one transaction (see `ConversationIndex.add`)."""
+        if not messages:
+            return
+        async with self._connection() as connection, connection.transaction():
+            cursor = connection.cursor(row_factory=_tuple_row())
+            await cursor.executemany(_UPSERT, self._rows(messages))
+
+    def indexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of `message_ids` of this thread are indexed already."""
+        if not message_ids:
+            return set()
+        with self._sync_connection() as connection:
+            rows = connection.cursor(row_factory=_tuple_row()).execute(
+                _INDEXED, (user_id, thread_id, list(message_ids))).fetchall()  # fmt: skip
+        return {row[0] for row in rows}
+
+    async def aindexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of `message_ids` of this thread are indexed already."""
+        if not message_ids:
+            return set()
+        async with self._connection() as connection:
+            cursor = await connection.cursor(row_factory=_tuple_row()).execute(
+                _INDEXED, (user_id, thread_id, list(message_ids)))  # fmt: skip
+            rows = await cursor.fetchall()
+        return {row[0] for row in rows}
+
+    def search(
+        self, user_id: str, query: str, *, limit: int, exclude_thread_id: str | None = None
+    ) -> list[ConversationHit]:
+        """The best `limit` hits of `user_id` for `query` (see `ConversationIndex.search`)."""
+        searches = self._searches(user_id, query, limit, exclude_thread_id)
+        with self._sync_connection() as connection:
+            for statement, parameters in searches:
+                cursor = connection.cursor(row_factory=_tuple_row())
+                rows = cursor.execute(statement, parameters).fetchall()
+                if rows:
+                    return [_hit(tuple(row)) for row in rows]
+        return []
+
+    async def asearch(
+        self, user_id: str, query: str, *, limit: int, exclude_thread_id: str | None = None
+    ) -> list[ConversationHit]:
+        """The best `limit` hits of `user_id` for `query` (see `ConversationIndex.search`)."""
+        searches = self._searches(user_id, query, limit, exclude_thread_id)
+        async with self._connection() as connection:
+            for statement, parameters in searches:
+                cursor = connection.cursor(row_factory=_tuple_row())
+                await cursor.execute(statement, parameters)
+                rows = await cursor.fetchall()
+                if rows:
+                    return [_hit(tuple(row)) for row in rows]
+        return []

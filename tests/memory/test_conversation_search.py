@@ -1,0 +1,324 @@
+"""Episodic memory: an agent searches the user's earlier conversations, never another user's.
+
+Every test drives a real deep agent (`tests/memory/support.py`) on both indexes: SQLite FTS5
+in a temporary file and PostgreSQL full-text in a throwaway cluster (`postgres_uri`). Users
+and threads get unique names, so tests sharing the PostgreSQL database stay apart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+from tests.memory.support import Agent, search_answer, unique
+from tests.postgres import postgres_uri
+
+from fathom.memory import (
+    ConversationIndex,
+    ConversationSearchError,
+    ConversationSearchMiddleware,
+    PostgresConversationIndex,
+    SqliteConversationIndex,
+)
+
+__all__ = ["postgres_uri"]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationIndex]:
+    if request.param == "sqlite":
+        made = SqliteConversationIndex(tmp_path / "conversations.sqlite")
+        yield made
+        made.close()
+    else:
+        yield PostgresConversationIndex(request.getfixturevalue("postgres_uri"))
+
+
+def thread() -> str:
+    return str(uuid.uuid4())
+
+
+async def test_a_new_thread_finds_the_users_earlier_thread_by_a_word_in_it(
+    index: ConversationIndex,
+) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice, bob = unique("alice"), unique("bob")
+    earlier, bobs, later = thread(), thread(), thread()
+    await agent.say("We picked the Zanzibar codename for the billing rewrite.",
+                    thread_id=earlier, user=alice)  # fmt: skip
+    await agent.say("My Zanzibar notes are private to me.", thread_id=bobs, user=bob)
+
+    answer = search_answer(await agent.say("search: zanzibar", thread_id=later, user=alice))
+
+    assert answer.status != "error"
+    assert earlier in answer.text
+    assert "[Zanzibar]" in answer.text  # the snippet marks the matched word
+    assert "billing rewrite" in answer.text
+    assert "user:" in answer.text
+    assert "UTC" in answer.text  # when it was said
+    assert bobs not in answer.text
+    assert "private" not in answer.text
+
+
+async def test_another_user_never_gets_the_users_threads(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice, bob = unique("alice"), unique("bob")
+    alices = thread()
+    await agent.say("The vault combination is kumquat.", thread_id=alices, user=alice)
+
+    answer = search_answer(await agent.say("search: kumquat vault", thread_id=thread(), user=bob))
+
+    assert answer.status != "error"
+    assert alices not in answer.text
+    assert "kumquat" not in answer.text.replace("matches: kumquat vault", "")
+    assert answer.text.startswith("No earlier conversation")
+
+
+async def test_the_authenticated_identity_wins_over_a_user_id_the_caller_names(
+    index: ConversationIndex,
+) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice, mallory = unique("alice"), unique("mallory")
+    alices = thread()
+    await agent.say("Payroll runs on the ninth.", thread_id=alices, user=alice)
+
+    answer = search_answer(await agent.say(
+        "search: payroll", thread_id=thread(), user=mallory, user_id=alice))  # fmt: skip
+
+    assert alices not in answer.text
+
+
+async def test_messages_with_more_of_the_words_rank_first(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    one_word, both_words, unrelated = thread(), thread(), thread()
+    await agent.say("I bought a kayak last spring and it sits in the garage.",
+                    thread_id=one_word, user=alice)  # fmt: skip
+    await agent.say("The kayak paddle snapped, so I need a new kayak paddle.",
+                    thread_id=both_words, user=alice)  # fmt: skip
+    await agent.say("Lunch was soup.", thread_id=unrelated, user=alice)
+
+    hits = await index.asearch(alice, "kayak paddle", limit=5)
+    answer = search_answer(await agent.say("search: kayak paddle", thread_id=thread(), user=alice))
+
+    assert [hit.thread_id for hit in hits][:1] == [both_words]
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert unrelated not in {hit.thread_id for hit in hits}
+    assert answer.text.index(both_words) < answer.text.index("1.") + 200
+    assert unrelated not in answer.text
+
+
+async def test_when_no_message_has_every_word_one_with_some_of_them_is_found(
+    index: ConversationIndex,
+) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    earlier = thread()
+    await agent.say("Our dentist appointment moved to Thursday.", thread_id=earlier, user=alice)
+
+    answer = search_answer(await agent.say(
+        "search: when is the dentist appointment with doctor Okafor?", thread_id=thread(),
+        user=alice))  # fmt: skip
+
+    assert earlier in answer.text
+
+
+async def test_a_snippet_is_the_matching_part_of_a_long_message(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    filler = " ".join(f"filler{n}" for n in range(300))
+    await agent.say(f"{filler} the turbine blueprint is in the blue folder {filler}",
+                    thread_id=thread(), user=alice)  # fmt: skip
+
+    hits = await index.asearch(alice, "turbine", limit=5)
+
+    assert sorted(hit.role for hit in hits) == ["assistant", "user"]  # its echo, "noted: ..."
+    for hit in hits:
+        assert "[turbine]" in hit.snippet
+        assert len(hit.snippet) < 400
+
+
+async def test_the_current_thread_is_left_out_unless_asked(index: ConversationIndex) -> None:
+    alice = unique("alice")
+    current = thread()
+    agent = Agent(ConversationSearchMiddleware(index))
+    await agent.say("The marmalade recipe needs seville oranges.", thread_id=current, user=alice)
+
+    excluded = search_answer(await agent.say("search: marmalade", thread_id=current, user=alice))
+    included = Agent(ConversationSearchMiddleware(index, exclude_current_thread=False))
+    found = search_answer(await included.say("search: marmalade", thread_id=current, user=alice))
+
+    assert excluded.text.startswith("No earlier conversation")
+    assert current in found.text
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['zeppelin" OR NEAR(', "zeppelin*", '"zeppelin', "zeppelin AND OR NOT", "what's zeppelin?",
+     "content: zeppelin", "zeppelin) -- ; DROP TABLE x", "zeppelin & | ! :*"],
+)  # fmt: skip
+async def test_a_query_in_search_syntax_or_with_stray_punctuation_still_searches(
+    index: ConversationIndex, query: str
+) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    earlier = thread()
+    await agent.say("The zeppelin museum opens at ten.", thread_id=earlier, user=alice)
+
+    answer = search_answer(await agent.say(f"search: {query}", thread_id=thread(), user=alice))
+
+    assert answer.status != "error", answer.text
+    assert earlier in answer.text
+
+
+async def test_a_query_without_words_is_an_answer_not_a_crash(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+
+    result = await agent.say("search: ?!* ()", thread_id=thread(), user=alice)
+
+    answer = search_answer(result)
+    assert answer.status == "error"
+    assert "no words" in answer.text
+    assert result["messages"][-1].text.startswith("found:")  # the run went on
+
+
+async def test_a_huge_message_is_indexed_cut_to_the_limit(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index, max_message_chars=2_000))
+    alice = unique("alice")
+    huge = "quasar " + "lorem ipsum " * 100_000 + " pulsar"
+    await agent.say(huge, thread_id=thread(), user=alice)
+
+    found = await index.asearch(alice, "quasar", limit=5)
+    assert sorted(hit.role for hit in found) == ["assistant", "user"]  # the echo is as huge
+    assert await index.asearch(alice, "pulsar", limit=5) == []
+
+
+async def test_the_number_of_hits_is_bounded(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index, max_limit=7))
+    alice = unique("alice")
+    for n in range(9):
+        await agent.say(f"Note {n} about the glacier survey.", thread_id=thread(), user=alice)
+
+    default = search_answer(await agent.say("search: glacier", thread_id=thread(), user=alice))
+    asked = search_answer(await agent.say("search 50: glacier", thread_id=thread(), user=alice))
+
+    assert default.text.splitlines()[0].startswith("5 matching messages")
+    assert len(default.text.splitlines()) == 6
+    assert asked.text.splitlines()[0].startswith("7 matching messages")
+
+
+async def test_a_turn_indexed_again_adds_nothing(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    earlier = thread()
+    await agent.say("The lighthouse keeper is named Ines.", thread_id=earlier, user=alice)
+    for n in range(3):  # every later turn's end looks back over the first turn again
+        await agent.say(f"more chatter {n}", thread_id=earlier, user=alice)
+
+    hits = await index.asearch(alice, "lighthouse", limit=10)
+
+    assert [hit.thread_id for hit in hits] == [earlier, earlier]
+    assert sorted(hit.role for hit in hits) == ["assistant", "user"]  # each message once
+
+
+async def test_the_assistants_replies_are_searchable_too(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    await agent.say("remember: saffron", thread_id=thread(), user=alice)
+
+    hits = await index.asearch(alice, "noted saffron", limit=5)
+
+    assert [hit.role for hit in hits] == ["assistant"]
+
+
+async def test_a_local_agent_scopes_to_the_user_id_it_was_given(tmp_path: Path) -> None:
+    index = SqliteConversationIndex(tmp_path / "conversations.sqlite")
+    mine = Agent(ConversationSearchMiddleware(index, user_id="me"))
+    yours = Agent(ConversationSearchMiddleware(index, user_id="you"))
+    earlier = thread()
+    await mine.say("The garden gnome is called Hector.", thread_id=earlier, user=None)
+
+    found = search_answer(await mine.say("search: gnome", thread_id=thread(), user=None))
+    missed = search_answer(await yours.say("search: gnome", thread_id=thread(), user=None))
+
+    assert earlier in found.text
+    assert earlier not in missed.text
+
+
+async def test_without_any_identity_nothing_is_indexed_and_the_tool_says_why(
+    tmp_path: Path,
+) -> None:
+    index = SqliteConversationIndex(tmp_path / "conversations.sqlite")
+    agent = Agent(ConversationSearchMiddleware(index))
+    await agent.say("Anonymous words about walruses.", thread_id=thread(), user=None)
+
+    answer = search_answer(await agent.say("search: walruses", thread_id=thread(), user=None))
+
+    assert answer.status == "error"
+    assert "user_id" in answer.text
+    assert await index.asearch("", "walruses", limit=5) == []
+
+
+async def test_without_an_index_the_store_of_the_run_holds_it(tmp_path: Path) -> None:
+    with SqliteStore.from_conn_string(str(tmp_path / "store.sqlite")) as store:
+        store.setup()
+        agent = Agent(ConversationSearchMiddleware(), store=store)
+        earlier = thread()
+        await agent.say("The ferry leaves from pier nine.", thread_id=earlier, user="alice")
+
+        answer = search_answer(await agent.say("search: ferry", thread_id=thread(), user="alice"))
+
+    assert earlier in answer.text
+    assert (tmp_path / "conversations.sqlite").is_file()
+
+
+async def test_an_in_memory_store_gets_an_in_memory_index_of_its_own() -> None:
+    first, second = Agent(ConversationSearchMiddleware(), store=InMemoryStore()), None
+    second = Agent(ConversationSearchMiddleware(), store=InMemoryStore())
+    earlier = thread()
+    await first.say("The owl sanctuary is closed on Mondays.", thread_id=earlier, user="alice")
+
+    same = search_answer(await first.say("search: owl", thread_id=thread(), user="alice"))
+    other = search_answer(await second.say("search: owl", thread_id=thread(), user="alice"))
+
+    assert earlier in same.text
+    assert earlier not in other.text
+
+
+async def test_without_an_index_or_a_store_the_tool_says_what_to_pass() -> None:
+    agent = Agent(ConversationSearchMiddleware())
+
+    answer = search_answer(await agent.say("search: anything", thread_id=thread(), user="alice"))
+
+    assert answer.status == "error"
+    assert "index=" in answer.text
+
+
+def test_the_sync_agent_indexes_and_searches_as_well(tmp_path: Path) -> None:
+    index = SqliteConversationIndex(tmp_path / "conversations.sqlite")
+    agent = Agent(ConversationSearchMiddleware(index, user_id="me"))
+    earlier = thread()
+    agent.graph.invoke({"messages": [("user", "The anvil weighs forty kilos.")]},
+                       {"configurable": {"thread_id": earlier}})  # fmt: skip
+
+    result = agent.graph.invoke({"messages": [("user", "search: anvil")]},
+                                {"configurable": {"thread_id": thread()}})  # fmt: skip
+
+    assert earlier in search_answer(result).text
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"limit": 0}, "limit=0"), ({"limit": 30}, "max_limit=20"),
+     ({"max_message_chars": 0}, "max_message_chars"), ({"index": "db.sqlite"}, "index=")],
+)  # fmt: skip
+def test_bad_settings_fail_at_construction_naming_the_setting(
+    options: dict[str, object], named: str
+) -> None:
+    with pytest.raises(ConversationSearchError, match=named):
+        ConversationSearchMiddleware(**options)  # type: ignore[arg-type]
