@@ -10,13 +10,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
-from tests.memory.support import Agent, search_answer, unique
+from langgraph.types import Command
+from tests.memory.support import Agent, AuthUser, policy, search_answer, unique
 from tests.postgres import postgres_uri
 
+from fathom import create_deep_agent
 from fathom.memory import (
     ConversationIndex,
     ConversationSearchError,
@@ -24,6 +29,7 @@ from fathom.memory import (
     PostgresConversationIndex,
     SqliteConversationIndex,
 )
+from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["postgres_uri"]
 
@@ -322,3 +328,35 @@ def test_bad_settings_fail_at_construction_naming_the_setting(
 ) -> None:
     with pytest.raises(ConversationSearchError, match=named):
         ConversationSearchMiddleware(**options)  # type: ignore[arg-type]
+
+
+async def test_a_turn_paused_for_approval_is_indexed_once_when_it_is_resumed(
+    index: ConversationIndex,
+) -> None:
+    def ring_bell(loudness: str) -> str:
+        """Ring the office bell."""
+        return f"rang {loudness}"
+
+    def bell_policy(request: ScriptRequest) -> AIMessage:
+        if request.last_human_text.startswith("bell") and not request.turn_results:
+            return ai("", tool_call("ring_bell", {"loudness": "softly"}))
+        return policy(request)
+
+    alice = unique("alice")
+    graph = create_deep_agent(
+        model=ScriptedModel(policy=bell_policy), tools=[ring_bell],
+        middleware=[ConversationSearchMiddleware(index)], interrupt_on={"ring_bell": True},
+        checkpointer=InMemorySaver(),
+    )  # fmt: skip
+    earlier = thread()
+    config: Any = {"configurable": {"thread_id": earlier, "langgraph_auth_user": AuthUser(alice)}}
+
+    paused = await graph.ainvoke({"messages": [HumanMessage("bell for the albatross")]}, config)
+    before = await index.asearch(alice, "albatross", limit=10)
+    await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    await graph.ainvoke({"messages": [HumanMessage("and thanks")]}, config)
+
+    assert "__interrupt__" in paused
+    assert before == []  # the run has not ended yet
+    hits = await index.asearch(alice, "albatross", limit=10)
+    assert [(hit.thread_id, hit.role) for hit in hits] == [(earlier, "user")]

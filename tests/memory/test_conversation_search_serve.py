@@ -12,7 +12,9 @@ may not have `fathom.memory` yet; the same graph file would load there unchanged
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,5 +111,20 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
         assert "No earlier conversation" in bob_found
     finally:
         await client.http.client.aclose()
-    if server.name == "sqlite":
-        assert (server.workdir / ".fathom" / "conversations.sqlite").is_file()
+    assert _indexed_messages(server, alice) == 4  # two turns: each message and its answer
+
+
+def _indexed_messages(server: ServerProcess, user: str) -> int:
+    """How many of `user`'s messages the server's own storage holds in the index."""
+    query = "SELECT count(*) FROM fathom_conversation_messages WHERE user_id = %s"
+    if server.name == "postgres":
+        import psycopg
+
+        with psycopg.connect(server.extra_args[1]) as connection:
+            row = connection.execute(query, (user,)).fetchone()
+    else:
+        path = server.workdir / ".fathom" / "conversations.sqlite"
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            row = connection.execute(query.replace("%s", "?"), (user,)).fetchone()
+    assert row is not None
+    return int(row[0])
