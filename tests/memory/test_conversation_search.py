@@ -7,8 +7,11 @@ and threads get unique names, so tests sharing the PostgreSQL database stay apar
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +27,14 @@ from tests.postgres import postgres_uri
 from fathom import create_deep_agent
 from fathom.memory import (
     ConversationIndex,
+    ConversationMessage,
     ConversationSearchError,
     ConversationSearchMiddleware,
     PostgresConversationIndex,
     SqliteConversationIndex,
 )
+from fathom.memory.conversation_search import MAX_LIMIT
+from fathom.memory.records import ID_BATCH
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 __all__ = ["postgres_uri"]
@@ -360,3 +366,33 @@ async def test_a_turn_paused_for_approval_is_indexed_once_when_it_is_resumed(
     assert before == []  # the run has not ended yet
     hits = await index.asearch(alice, "albatross", limit=10)
     assert [(hit.thread_id, hit.role) for hit in hits] == [(earlier, "user")]
+
+
+async def test_adding_messages_again_keeps_the_first_copy_and_counts_only_new_ones(
+    index: ConversationIndex,
+) -> None:
+    alice, where = unique("alice"), thread()
+    first = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    batch = [ConversationMessage(alice, where, f"m{n}", "user", f"pelican number {n}", first)
+             for n in range(ID_BATCH + 20)]  # fmt: skip
+    again = [replace(m, time=first + timedelta(days=1)) for m in batch[-30:]]
+    later = ConversationMessage(alice, where, "extra", "user", "pelican extra", first)
+
+    assert await index.aadd(batch) == len(batch)
+    assert await index.aadd([*again, later]) == 1
+    hits = await index.asearch(alice, "pelican", limit=MAX_LIMIT)
+    assert len(hits) == MAX_LIMIT
+    assert {hit.time for hit in hits} == {first}
+
+
+async def test_concurrent_runs_on_many_threads_are_all_indexed(index: ConversationIndex) -> None:
+    agent = Agent(ConversationSearchMiddleware(index))
+    alice = unique("alice")
+    threads = [thread() for _ in range(6)]
+
+    await asyncio.gather(*(agent.say(f"Concurrent heron sighting {n}.", thread_id=where,
+                                     user=alice) for n, where in enumerate(threads)))  # fmt: skip
+
+    hits = await index.asearch(alice, "heron sighting", limit=MAX_LIMIT)
+    assert sorted({hit.thread_id for hit in hits}) == sorted(threads)
+    assert len(hits) == 12  # each message and its echo, once

@@ -315,9 +315,9 @@ class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )  # fmt: skip
         self.tools = [_search_tool(self._settings)]
 
-    def _pending(self, state: AgentState[Any], runtime: Runtime[Any]) -> tuple[
-        str, str, list[ConversationMessage]] | None:  # fmt: skip
-        """(user, thread, rows of the thread's last messages), or None when nothing to index."""
+    def _pending(self, state: AgentState[Any], runtime: Runtime[Any]
+                 ) -> tuple[str, list[ConversationMessage]] | None:  # fmt: skip
+        """(thread, rows of the thread's last messages), or None when there is nothing to index."""
         config = get_config()
         thread_id = _thread_id(config)
         user = user_identity(server_info=runtime.server_info, config=config,
@@ -328,18 +328,16 @@ class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = list(state.get("messages") or [])[-self._settings.backfill :]
         rows = turn_messages(messages, user_id=user, thread_id=thread_id, time=datetime.now(UTC),
                              max_chars=self._settings.max_message_chars)  # fmt: skip
-        return (user, thread_id, rows) if rows else None
+        return (thread_id, rows) if rows else None
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Index the thread's messages that are not indexed yet."""
         pending = self._pending(state, runtime)
         if pending is None:
             return None
-        user, thread_id, rows = pending
+        thread_id, rows = pending
         try:
-            index = self._settings.index_of(runtime.store)
-            known = index.indexed(user, thread_id, [row.message_id for row in rows])
-            index.add([row for row in rows if row.message_id not in known])
+            self._settings.index_of(runtime.store).add(rows)
         except Exception:  # boundary: the run succeeded; a missed index write is logged
             logger.warning("could not index thread %s for conversation search", thread_id,
                            exc_info=True)  # fmt: skip
@@ -352,11 +350,9 @@ class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         pending = self._pending(state, runtime)
         if pending is None:
             return None
-        user, thread_id, rows = pending
+        thread_id, rows = pending
         try:
-            index = await self._settings.aindex_of(runtime.store)
-            known = await index.aindexed(user, thread_id, [row.message_id for row in rows])
-            await index.aadd([row for row in rows if row.message_id not in known])
+            await (await self._settings.aindex_of(runtime.store)).aadd(rows)
         except Exception:  # boundary: the run succeeded; a missed index write is logged
             logger.warning("could not index thread %s for conversation search", thread_id,
                            exc_info=True)  # fmt: skip

@@ -29,6 +29,7 @@ from fathom.memory.records import (
     ConversationMessage,
     ConversationSearchError,
     query_terms,
+    thread_batches,
 )
 
 if TYPE_CHECKING:
@@ -57,11 +58,10 @@ _SCHEMA = (
 )
 """Run in one transaction, one statement at a time (a pool may prepare every statement)."""
 
-_UPSERT = """
+_INSERT = """
 INSERT INTO fathom_conversation_messages (user_id, thread_id, message_id, role, content, time)
 VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (user_id, thread_id, message_id) DO UPDATE SET content = EXCLUDED.content
-WHERE fathom_conversation_messages.content IS DISTINCT FROM EXCLUDED.content
+ON CONFLICT (user_id, thread_id, message_id) DO NOTHING
 """
 
 _INDEXED = """
@@ -98,6 +98,10 @@ def _tuple_row() -> Any:
     from psycopg.rows import tuple_row
 
     return tuple_row
+
+
+def _rows(messages: Sequence[ConversationMessage]) -> list[tuple[Any, ...]]:
+    return [(m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time) for m in messages]
 
 
 def _hit(row: tuple[Any, ...]) -> ConversationHit:
@@ -191,10 +195,6 @@ class PostgresConversationIndex:
 
     # ------------------------------------------------------------------ statements
 
-    def _rows(self, messages: Sequence[ConversationMessage]) -> list[tuple[Any, ...]]:
-        return [(m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time)
-                for m in messages]  # fmt: skip
-
     def _searches(self, user_id: str, query: str, limit: int, exclude: str | None
                   ) -> list[tuple[LiteralString, dict[str, Any]]]:  # fmt: skip
         """The searches to try, strictest first, as (SQL, parameters)."""
@@ -207,39 +207,34 @@ class PostgresConversationIndex:
             searches.append((_SEARCH_ANY_WORD, {**common, "terms": " ".join(terms)}))
         return searches
 
-    def add(self, messages: Sequence[ConversationMessage]) -> None:
-        """Index `messages` in one transaction (see `ConversationIndex.add`)."""
+    def add(self, messages: Sequence[ConversationMessage]) -> int:
+        """Index the new ones of `messages` in one transaction (see `ConversationIndex.add`)."""
         if not messages:
-            return
+            return 0
         with self._sync_connection() as connection, connection.transaction():
-            connection.cursor(row_factory=_tuple_row()).executemany(_UPSERT, self._rows(messages))
+            cursor = connection.cursor(row_factory=_tuple_row())
+            new: list[ConversationMessage] = []
+            for (user_id, thread_id), batch in thread_batches(messages):
+                ids = [m.message_id for m in batch]
+                known = {row[0] for row in cursor.execute(_INDEXED, (user_id, thread_id, ids))}
+                new.extend(m for m in batch if m.message_id not in known)
+            cursor.executemany(_INSERT, _rows(new))
+        return len(new)
 
-    async def aadd(self, messages: Sequence[ConversationMessage]) -> None:
-        """Index `messages` in one transaction (see `ConversationIndex.add`)."""
+    async def aadd(self, messages: Sequence[ConversationMessage]) -> int:
+        """Index the new ones of `messages` in one transaction (see `ConversationIndex.add`)."""
         if not messages:
-            return
+            return 0
         async with self._connection() as connection, connection.transaction():
             cursor = connection.cursor(row_factory=_tuple_row())
-            await cursor.executemany(_UPSERT, self._rows(messages))
-
-    def indexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """Which of `message_ids` of this thread are indexed already."""
-        if not message_ids:
-            return set()
-        with self._sync_connection() as connection:
-            rows = connection.cursor(row_factory=_tuple_row()).execute(
-                _INDEXED, (user_id, thread_id, list(message_ids))).fetchall()  # fmt: skip
-        return {row[0] for row in rows}
-
-    async def aindexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """Which of `message_ids` of this thread are indexed already."""
-        if not message_ids:
-            return set()
-        async with self._connection() as connection:
-            cursor = await connection.cursor(row_factory=_tuple_row()).execute(
-                _INDEXED, (user_id, thread_id, list(message_ids)))  # fmt: skip
-            rows = await cursor.fetchall()
-        return {row[0] for row in rows}
+            new: list[ConversationMessage] = []
+            for (user_id, thread_id), batch in thread_batches(messages):
+                ids = [m.message_id for m in batch]
+                await cursor.execute(_INDEXED, (user_id, thread_id, ids))
+                known = {row[0] for row in await cursor.fetchall()}
+                new.extend(m for m in batch if m.message_id not in known)
+            await cursor.executemany(_INSERT, _rows(new))
+        return len(new)
 
     def search(
         self, user_id: str, query: str, *, limit: int, exclude_thread_id: str | None = None

@@ -22,6 +22,7 @@ from fathom.errors import FathomError
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_CHARS",
+    "ID_BATCH",
     "ConversationHit",
     "ConversationIndex",
     "ConversationMessage",
@@ -30,6 +31,7 @@ __all__ = [
     "NoConversationIndex",
     "NoUserIdentity",
     "query_terms",
+    "thread_batches",
     "truncated",
     "words",
 ]
@@ -114,20 +116,13 @@ class ConversationIndex(Protocol):
     (`tsvector`). Both are safe to share between concurrent runs.
     """
 
-    def add(self, messages: Sequence[ConversationMessage]) -> None:
-        """Index `messages`; a message already indexed gets its new text, keeps its time."""
+    def add(self, messages: Sequence[ConversationMessage]) -> int:
+        """Index those of `messages` not indexed yet (one already indexed is left as it is,
+        time included); answers how many were new."""
         ...
 
-    async def aadd(self, messages: Sequence[ConversationMessage]) -> None:
+    async def aadd(self, messages: Sequence[ConversationMessage]) -> int:
         """`add`, without blocking the event loop."""
-        ...
-
-    def indexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """Which of `message_ids` of this thread are indexed already."""
-        ...
-
-    async def aindexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """`indexed`, without blocking the event loop."""
         ...
 
     def search(
@@ -145,6 +140,23 @@ class ConversationIndex(Protocol):
     ) -> list[ConversationHit]:
         """`search`, without blocking the event loop."""
         ...
+
+
+ID_BATCH = 500
+"""At most this many message ids in one lookup (SQLite bounds a statement's parameters)."""
+
+
+def thread_batches(
+    messages: Sequence[ConversationMessage],
+) -> list[tuple[tuple[str, str], list[ConversationMessage]]]:
+    """`messages` grouped by (user, thread), in batches of at most `ID_BATCH`, in order."""
+    groups: dict[tuple[str, str], list[list[ConversationMessage]]] = {}
+    for message in messages:
+        batches = groups.setdefault((message.user_id, message.thread_id), [[]])
+        if len(batches[-1]) == ID_BATCH:
+            batches.append([])
+        batches[-1].append(message)
+    return [(key, batch) for key, batches in groups.items() for batch in batches]
 
 
 def words(text: str) -> list[str]:

@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fathom.memory.records import ConversationHit, ConversationMessage, query_terms, words
+from fathom.memory.records import (
+    ConversationHit,
+    ConversationMessage,
+    query_terms,
+    thread_batches,
+    words,
+)
 
 __all__ = ["CONVERSATIONS_FILE", "SqliteConversationIndex", "fts5_queries"]
 
@@ -69,11 +75,10 @@ AFTER UPDATE OF content ON fathom_conversation_messages BEGIN
 END;
 """
 
-_UPSERT = """
+_INSERT = """
 INSERT INTO fathom_conversation_messages (user_id, thread_id, message_id, role, content, time)
 VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (user_id, thread_id, message_id) DO UPDATE SET content = excluded.content
-WHERE content IS NOT excluded.content
+ON CONFLICT (user_id, thread_id, message_id) DO NOTHING
 """
 
 _SEARCH = f"""
@@ -129,6 +134,21 @@ def _hit(row: tuple[str, str, str, float, str, float]) -> ConversationHit:
     )  # fmt: skip
 
 
+def _new(connection: sqlite3.Connection, messages: Sequence[ConversationMessage]
+         ) -> list[ConversationMessage]:  # fmt: skip
+    """Those of `messages` that are not indexed yet."""
+    new: list[ConversationMessage] = []
+    for (user_id, thread_id), group in thread_batches(messages):
+        marks = ", ".join("?" * len(group))
+        known = {row[0] for row in connection.execute(
+            "SELECT message_id FROM fathom_conversation_messages WHERE user_id = ? "
+            f"AND thread_id = ? AND message_id IN ({marks})",
+            (user_id, thread_id, *(m.message_id for m in group)),
+        )}  # fmt: skip
+        new.extend(m for m in group if m.message_id not in known)
+    return new
+
+
 class SqliteConversationIndex:
     """A conversation index in one SQLite file (or in memory, for `":memory:"`).
 
@@ -166,41 +186,27 @@ class SqliteConversationIndex:
                 self._connection.close()
                 self._connection = None
 
-    def add(self, messages: Sequence[ConversationMessage]) -> None:
-        """Index `messages` in one transaction (see `ConversationIndex.add`)."""
+    def add(self, messages: Sequence[ConversationMessage]) -> int:
+        """Index the new ones of `messages` in one transaction (see `ConversationIndex.add`)."""
         if not messages:
-            return
-        rows = [(m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time.timestamp())
-                for m in messages]  # fmt: skip
+            return 0
         with self._lock:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                connection.executemany(_UPSERT, rows)
+                new = _new(connection, messages)
+                connection.executemany(_INSERT, [
+                    (m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time.timestamp())
+                    for m in new])  # fmt: skip
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+        return len(new)
 
-    async def aadd(self, messages: Sequence[ConversationMessage]) -> None:
+    async def aadd(self, messages: Sequence[ConversationMessage]) -> int:
         """`add` on a worker thread."""
-        if messages:
-            await asyncio.to_thread(self.add, messages)
-
-    def indexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """Which of `message_ids` of this thread are indexed already."""
-        if not message_ids:
-            return set()
-        marks = ", ".join("?" * len(message_ids))
-        sql = (f"SELECT message_id FROM fathom_conversation_messages WHERE user_id = ? "
-               f"AND thread_id = ? AND message_id IN ({marks})")  # fmt: skip
-        with self._lock:
-            rows = self._connect().execute(sql, (user_id, thread_id, *message_ids)).fetchall()
-        return {row[0] for row in rows}
-
-    async def aindexed(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
-        """`indexed` on a worker thread."""
-        return await asyncio.to_thread(self.indexed, user_id, thread_id, message_ids)
+        return await asyncio.to_thread(self.add, messages) if messages else 0
 
     def search(
         self, user_id: str, query: str, *, limit: int, exclude_thread_id: str | None = None
