@@ -396,3 +396,27 @@ async def test_concurrent_runs_on_many_threads_are_all_indexed(index: Conversati
     hits = await index.asearch(alice, "heron sighting", limit=MAX_LIMIT)
     assert sorted({hit.thread_id for hit in hits}) == sorted(threads)
     assert len(hits) == 12  # each message and its echo, once
+
+
+def test_the_tool_description_says_whether_the_current_thread_is_searched() -> None:
+    (excluding,) = ConversationSearchMiddleware().tools
+    (including,) = ConversationSearchMiddleware(exclude_current_thread=False, limit=3).tools
+
+    assert "current conversation is not searched" in excluding.description
+    assert "default 5, never more than 20" in excluding.description
+    assert "current conversation is searched too" in including.description
+    assert "default 3" in including.description
+    assert set(excluding.tool_call_schema.model_json_schema()["properties"]) == {"query", "limit"}
+
+
+async def test_the_middlewares_default_limit_applies_when_the_model_gives_none(
+    index: ConversationIndex,
+) -> None:
+    agent = Agent(ConversationSearchMiddleware(index, limit=2))
+    alice = unique("alice")
+    for n in range(4):
+        await agent.say(f"Osprey nest {n}.", thread_id=thread(), user=alice)
+
+    answer = search_answer(await agent.say("search: osprey", thread_id=thread(), user=alice))
+
+    assert answer.text.splitlines()[0].startswith("2 matching messages")

@@ -76,16 +76,19 @@ MAX_LIMIT = 20
 BACKFILL_MESSAGES = 200
 """How far back from the end of a thread a run's end looks for messages not yet indexed."""
 
-SEARCH_CONVERSATIONS_DESCRIPTION = """Search this user's earlier conversations with you (their other threads) by keywords, to recall what was said or decided before: a name, a choice, a fact, a plan. The current conversation is not searched: you already see it. Returns the best matching messages first (at most `limit`, default 5), each with its thread id, when it was said, who said it (user or assistant) and a snippet with the matched words in [brackets]. Messages that contain all the words rank first; put "an exact phrase" in double quotes."""  # noqa: E501
+SEARCH_CONVERSATIONS_DESCRIPTION = """Search this user's earlier conversations with you (their other threads) by keywords, to recall what was said or decided before: a name, a choice, a fact, a plan. {current} Returns the best matching messages first (at most `limit`: default {limit}, never more than {max_limit}), each with its thread id, when it was said, who said it (user or assistant) and a snippet with the matched words in [brackets]. Messages that contain all the words rank first; put "an exact phrase" in double quotes."""  # noqa: E501
+"""The tool's description; `{current}`, `{limit}` and `{max_limit}` come from the settings."""
+CURRENT_EXCLUDED = "The current conversation is not searched: you already see it."
+CURRENT_INCLUDED = "The current conversation is searched too."
 
 
 class SearchConversationsInput(BaseModel):
     """The arguments of `search_conversations`."""
 
     query: str = Field(description="Keywords to look for, e.g. 'postgres migration decision'.")
-    limit: int = Field(
-        default=DEFAULT_LIMIT,
-        description=f"How many messages to return, best first (1 to {MAX_LIMIT}).",
+    limit: int | None = Field(
+        default=None,
+        description="How many messages to return, best first (the tool caps it).",
     )
 
 
@@ -231,7 +234,7 @@ def _search_tool(settings: _Settings) -> BaseTool:
         return tool_error(exception_text(error), tool_call_id=runtime.tool_call_id,
                           name=SEARCH_CONVERSATIONS_TOOL)  # fmt: skip
 
-    def search(query: str, runtime: ToolRuntime, limit: int = DEFAULT_LIMIT) -> str | ToolMessage:
+    def search(query: str, runtime: ToolRuntime, limit: int | None = None) -> str | ToolMessage:
         try:
             user, exclude = scope(runtime)
             hits = settings.index_of(runtime.store).search(
@@ -241,7 +244,7 @@ def _search_tool(settings: _Settings) -> BaseTool:
         return format_hits(hits, query)
 
     async def asearch(
-        query: str, runtime: ToolRuntime, limit: int = DEFAULT_LIMIT
+        query: str, runtime: ToolRuntime, limit: int | None = None
     ) -> str | ToolMessage:
         try:
             user, exclude = scope(runtime)
@@ -252,11 +255,16 @@ def _search_tool(settings: _Settings) -> BaseTool:
             return failed(error, runtime)
         return format_hits(hits, query)
 
+    description = SEARCH_CONVERSATIONS_DESCRIPTION.format(
+        current=CURRENT_EXCLUDED if settings.exclude_current_thread else CURRENT_INCLUDED,
+        limit=settings.limit,
+        max_limit=settings.max_limit,
+    )
     return StructuredTool.from_function(
         func=search,
         coroutine=asearch,
         name=SEARCH_CONVERSATIONS_TOOL,
-        description=SEARCH_CONVERSATIONS_DESCRIPTION,
+        description=description,
         args_schema=SearchConversationsInput,
     )
 
