@@ -406,7 +406,7 @@ def test_the_tool_description_says_whether_the_current_thread_is_searched() -> N
     assert "default 5, never more than 20" in excluding.description
     assert "current conversation is searched too" in including.description
     assert "default 3" in including.description
-    assert set(excluding.tool_call_schema.model_json_schema()["properties"]) == {"query", "limit"}
+    assert set(excluding.args) == {"query", "limit"}
 
 
 async def test_the_middlewares_default_limit_applies_when_the_model_gives_none(
