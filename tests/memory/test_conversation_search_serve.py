@@ -1,13 +1,12 @@
-"""Episodic memory through `fathom serve`: the real `langgraph-sdk` client over HTTP.
+"""Episodic memory through a server: the real `langgraph-sdk` client over HTTP.
 
 A graph with `ConversationSearchMiddleware()` (no index given) is added to a copy of
-`tests/server/deploy`; the server's storage decides where the index lives: beside its SQLite
-files in `.fathom/`, or in its PostgreSQL database. The client cannot set
-`langgraph_auth_user` (the server owns it), so the user travels as `configurable.user_id`,
-the middleware's fallback when the server has no authenticated user.
-
-Not run against `langgraph dev`: its virtualenv imports fathom from the main checkout, which
-may not have `fathom.memory` yet; the same graph file would load there unchanged.
+`tests/server/deploy`; the server's storage decides where the index lives: beside `fathom
+serve`'s SQLite files in `.fathom/`, in its PostgreSQL database, or, on `langgraph dev`
+(in-memory store), in memory. The client cannot set `langgraph_auth_user` (the server owns
+it), so the user travels as `configurable.user_id`, the middleware's fallback when the server
+has no authenticated user (`langgraph dev` without auth hands the graph an anonymous user
+whose identity is `""`, which counts as none).
 """
 
 from __future__ import annotations
@@ -23,7 +22,13 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 from tests.postgres import postgres_uri
-from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available
+from tests.server.servers import (
+    ServerProcess,
+    copy_deployment,
+    fathom_serve_available,
+    langgraph_dev_binary,
+)
+from tests.system_requirements import needs
 
 __all__ = ["postgres_uri"]
 
@@ -62,12 +67,17 @@ def _deployment(tmp_path: Path) -> Path:
     return workdir
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "langgraph-dev"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerProcess]:
     extra: tuple[str, ...] = ()
+    kind = "fathom"
     if request.param == "postgres":
         extra = ("--database", request.getfixturevalue("postgres_uri"))
-    process = ServerProcess(kind="fathom", workdir=_deployment(tmp_path), extra_args=extra,
+    elif request.param == "langgraph-dev":
+        if langgraph_dev_binary() is None:
+            pytest.skip(needs("langgraph dev"))
+        kind = "langgraph-dev"
+    process = ServerProcess(kind=kind, workdir=_deployment(tmp_path), extra_args=extra,
                             name=request.param)  # fmt: skip
     process.start()
     try:
@@ -111,7 +121,8 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
         assert "No earlier conversation" in bob_found
     finally:
         await client.http.client.aclose()
-    assert _indexed_messages(server, alice) == 4  # two turns: each message and its answer
+    if server.kind == "fathom":
+        assert _indexed_messages(server, alice) == 4  # two turns: each message and its answer
 
 
 def _indexed_messages(server: ServerProcess, user: str) -> int:
