@@ -96,12 +96,12 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
     client = get_client(url=server.url, api_key=None)
     alice, bob = f"alice-{uuid.uuid4().hex[:8]}", f"bob-{uuid.uuid4().hex[:8]}"
 
-    async def say(text: str, user: str) -> tuple[str, str]:
+    async def say(text: str, user: str, **configurable: Any) -> tuple[str, str]:
         thread = await client.threads.create()
         message = {"role": "user", "content": text}
         state = await client.runs.wait(
             thread["thread_id"], "episodic", input={"messages": [message]},
-            config={"configurable": {"user_id": user}},
+            config={"configurable": {"user_id": user, **configurable}},
         )  # fmt: skip
         return thread["thread_id"], _last_text(state)
 
@@ -111,6 +111,8 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
 
         _, alice_found = await say("search: harbour", alice)
         _, bob_found = await say("search: festival", bob)
+        # a client cannot pass itself off as an authenticated user: JSON is no user object
+        _, forged = await say("search: festival", bob, langgraph_auth_user={"identity": alice})
 
         assert alice_found.startswith("found: 2 matching messages")  # the message, its echo
         assert alices in alice_found
@@ -119,6 +121,7 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
         assert "Petrel" not in alice_found
         assert alices not in bob_found
         assert "No earlier conversation" in bob_found
+        assert alices not in forged
     finally:
         await client.http.client.aclose()
     if server.kind == "fathom":
