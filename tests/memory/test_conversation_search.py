@@ -33,7 +33,7 @@ from fathom.memory import (
     PostgresConversationIndex,
     SqliteConversationIndex,
 )
-from fathom.memory.conversation_search import MAX_LIMIT
+from fathom.memory.conversation_search import MAX_LIMIT, turn_messages
 from fathom.memory.records import ID_BATCH
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
@@ -420,3 +420,18 @@ async def test_the_middlewares_default_limit_applies_when_the_model_gives_none(
     answer = search_answer(await agent.say("search: osprey", thread_id=thread(), user=alice))
 
     assert answer.text.splitlines()[0].startswith("2 matching messages")
+
+
+def test_a_summary_in_place_of_older_messages_is_not_indexed_as_said() -> None:
+    said = HumanMessage("The tram to the zoo is number 4.", id="said")
+    summary = HumanMessage(
+        "[The conversation so far was summarized] tram zoo", id="summary",
+        additional_kwargs={"lc_source": "summarization"},
+    )  # fmt: skip
+    calls = AIMessage("", id="calls", tool_calls=[tool_call("ls", {}, id="c1")])
+    now = datetime.now(UTC)
+
+    rows = turn_messages([summary, said, calls], user_id="u", thread_id="t", time=now,
+                         max_chars=100)  # fmt: skip
+
+    assert [(row.message_id, row.role) for row in rows] == [("said", "user")]

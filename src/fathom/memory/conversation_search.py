@@ -139,7 +139,14 @@ def _thread_id(config: RunnableConfig | None) -> str | None:
 # ------------------------------------------------------------------------ what is indexed
 
 
+SUMMARY_SOURCE = "summarization"
+"""`additional_kwargs["lc_source"]` of the summary message LangChain's and fathom's
+summarization put in place of older messages: not something anyone said, so not indexed."""
+
+
 def _role(message: BaseMessage) -> str | None:
+    if message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE:
+        return None
     if isinstance(message, HumanMessage):
         return "user"
     if isinstance(message, AIMessage):
@@ -157,9 +164,9 @@ def turn_messages(
 ) -> list[ConversationMessage]:
     """The human and assistant messages with text among `messages`, as index rows.
 
-    Tool calls and tool results are left out (a conversation is what the user and the agent
-    said); text is cut to `max_chars`, and NUL characters (which PostgreSQL text refuses) are
-    dropped.
+    Tool calls, tool results and summaries are left out (a conversation is what the user and
+    the agent said); text is cut to `max_chars`, and NUL characters (which PostgreSQL text
+    refuses) are dropped.
     """
     rows: list[ConversationMessage] = []
     for message in messages:
