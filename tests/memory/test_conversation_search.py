@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +32,7 @@ from fathom.memory import (
     ConversationSearchMiddleware,
     PostgresConversationIndex,
     SqliteConversationIndex,
+    index_for_store,
 )
 from fathom.memory.conversation_search import MAX_LIMIT, turn_messages
 from fathom.memory.records import ID_BATCH
@@ -40,14 +41,20 @@ from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 __all__ = ["postgres_uri"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationIndex]:
+@pytest.fixture(params=["sqlite", "postgres", "postgres-pool"])
+async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ConversationIndex]:
     if request.param == "sqlite":
         made = SqliteConversationIndex(tmp_path / "conversations.sqlite")
         yield made
         made.close()
-    else:
+    elif request.param == "postgres":
         yield PostgresConversationIndex(request.getfixturevalue("postgres_uri"))
+    else:
+        from psycopg_pool import AsyncConnectionPool
+
+        url = request.getfixturevalue("postgres_uri")
+        async with AsyncConnectionPool(url, kwargs={"autocommit": True}, open=False) as pool:
+            yield PostgresConversationIndex(pool=pool)
 
 
 def thread() -> str:
@@ -287,6 +294,26 @@ async def test_without_an_index_the_store_of_the_run_holds_it(tmp_path: Path) ->
 
     assert earlier in answer.text
     assert (tmp_path / "conversations.sqlite").is_file()
+
+
+async def test_without_an_index_a_postgres_store_shares_its_connection(postgres_uri: str) -> None:
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    async with AsyncPostgresStore.from_conn_string(postgres_uri) as store:
+        await store.setup()
+        agent = Agent(ConversationSearchMiddleware(), store=store)
+        alice, earlier = unique("alice"), thread()
+        await agent.say("The cello lesson is at five.", thread_id=earlier, user=alice)
+
+        answer = search_answer(await agent.say("search: cello", thread_id=thread(), user=alice))
+        index = index_for_store(store)
+        await store.aput(("notes",), "after", {"ok": True})  # the store's connection still works
+
+    assert earlier in answer.text
+    assert isinstance(index, PostgresConversationIndex)
+    assert index.pool is None  # not a pool of its own: the store's connection
+    in_database = await PostgresConversationIndex(postgres_uri).asearch(alice, "lesson", limit=5)
+    assert {hit.thread_id for hit in in_database if hit.role == "user"} == {earlier}
 
 
 async def test_an_in_memory_store_gets_an_in_memory_index_of_its_own() -> None:

@@ -115,10 +115,14 @@ def _hit(row: tuple[Any, ...]) -> ConversationHit:
 class PostgresConversationIndex:
     """A conversation index in a PostgreSQL database.
 
-    `conninfo`: a `postgresql://` URL (sync and async use). `pool`: an open async pool to
-    borrow connections from instead (async use only). `language`: the text-search
-    configuration for stemming and stop words (`english` by default), fixed when the table is
-    first created.
+    `conninfo`: a `postgresql://` URL (sync and async use; each call opens a connection, a
+    few milliseconds). `pool`: an open async pool to borrow connections from instead (async
+    use only; the fast choice for a server). `language`: the text-search configuration for
+    stemming and stop words (`english` by default), fixed when the table is first created.
+    `connection` with `lock`: one async connection shared with its owner, used one statement
+    group at a time under the owner's lock (LangGraph's `AsyncPostgresStore` keeps its single
+    connection and lock as `conn` and `lock`), so no call opens a connection; `conninfo` may
+    come with it for sync use.
     """
 
     def __init__(
@@ -126,12 +130,20 @@ class PostgresConversationIndex:
         conninfo: str | None = None,
         *,
         pool: AsyncConnectionPool[Any] | None = None,
+        connection: psycopg.AsyncConnection[Any] | None = None,
+        lock: asyncio.Lock | None = None,
         language: str = "english",
     ) -> None:
-        if (conninfo is None) == (pool is None):
+        if (connection is None) != (lock is None):
             raise ConversationSearchError(
-                "PostgresConversationIndex needs exactly one of conninfo='postgresql://...' "
-                "or pool=AsyncConnectionPool(...)")  # fmt: skip
+                "PostgresConversationIndex(connection=...) needs the lock its owner takes "
+                "around the connection: lock=...")  # fmt: skip
+        given = [conninfo is not None and connection is None, pool is not None,
+                 connection is not None]  # fmt: skip
+        if sum(given) != 1:
+            raise ConversationSearchError(
+                "PostgresConversationIndex needs exactly one of conninfo='postgresql://...', "
+                "pool=AsyncConnectionPool(...) or connection=... with lock=...")  # fmt: skip
         if not _LANGUAGE.match(language):
             raise ConversationSearchError(
                 f"language={language!r} is not a text-search configuration name; use one of "
@@ -139,6 +151,7 @@ class PostgresConversationIndex:
         self.conninfo = conninfo
         self.pool = pool
         self.language = language
+        self._shared = (connection, lock) if connection is not None and lock is not None else None
         self._ready = False
         self._setup_lock = asyncio.Lock()
 
@@ -159,8 +172,9 @@ class PostgresConversationIndex:
 
         if self.conninfo is None:
             raise ConversationSearchError(
-                "this PostgresConversationIndex was given an async pool: use the agent with "
-                "ainvoke/astream, or give it conninfo='postgresql://...' for sync use")  # fmt: skip
+                "this PostgresConversationIndex has no conninfo (it was given an async pool or "
+                "connection): use the agent with ainvoke/astream, or give it "
+                "conninfo='postgresql://...' for sync use")  # fmt: skip
         with psycopg.connect(self.conninfo, autocommit=True) as connection:
             if not self._ready:
                 with connection.transaction():
@@ -185,6 +199,11 @@ class PostgresConversationIndex:
     async def _borrowed(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         import psycopg
 
+        if self._shared is not None:
+            connection, lock = self._shared
+            async with lock:
+                yield connection
+            return
         if self.pool is not None:
             async with self.pool.connection() as connection:
                 yield connection

@@ -7,7 +7,9 @@ configuration:
 - a SQLite store (fathom serve's default, LangGraph's `SqliteStore` / `AsyncSqliteStore`):
   `conversations.sqlite` in the same folder as the store's file;
 - a PostgreSQL store (`AsyncPostgresStore`, `PostgresStore`): the same database, on the
-  store's pool when it has one, else on the store's connection parameters;
+  store's pool when it has one, else on the store's own connection under the store's lock
+  (`AsyncPostgresStore` without a pipeline), else a connection per call from the store's
+  connection parameters;
 - any other store (`InMemoryStore`, as with `fathom serve --database memory` and `langgraph
   dev`): an in-memory SQLite index that lives as long as the store, so it forgets what the
   store forgets.
@@ -20,6 +22,7 @@ Layer: capabilities (`fathom.memory`).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import weakref
 from pathlib import Path
@@ -75,7 +78,13 @@ def _postgres_index(store: BaseStore) -> ConversationIndex | None:
     if isinstance(conn, AsyncConnection | Connection):
         info = conn.info
         password = {"password": info.password} if info.password else {}
-        return PostgresConversationIndex(make_conninfo(info.dsn, **password))
+        conninfo = make_conninfo(info.dsn, **password)
+        lock = getattr(store, "lock", None)
+        if (isinstance(conn, AsyncConnection) and isinstance(lock, asyncio.Lock)
+                and getattr(store, "pipe", None) is None):  # fmt: skip
+            # AsyncPostgresStore's single connection, under its own lock: no connect per call
+            return PostgresConversationIndex(conninfo, connection=conn, lock=lock)
+        return PostgresConversationIndex(conninfo)
     pool_conninfo = getattr(conn, "conninfo", None)  # a sync ConnectionPool
     if isinstance(pool_conninfo, str):
         return PostgresConversationIndex(pool_conninfo)
