@@ -462,3 +462,18 @@ def test_a_summary_in_place_of_older_messages_is_not_indexed_as_said() -> None:
                          max_chars=100)  # fmt: skip
 
     assert [(row.message_id, row.role) for row in rows] == [("said", "user")]
+
+
+async def test_a_forgotten_thread_or_user_is_no_longer_found(index: ConversationIndex) -> None:
+    alice, bob = unique("alice"), unique("bob")
+    kept, dropped, bobs = thread(), thread(), thread()
+    now = datetime.now(UTC)
+    await index.aadd([ConversationMessage(alice, kept, "k", "user", "walnut kept", now)])
+    await index.aadd([ConversationMessage(alice, dropped, "d", "user", "walnut dropped", now)])
+    await index.aadd([ConversationMessage(bob, bobs, "b", "user", "walnut bob", now)])
+
+    assert await index.aforget(alice, dropped) == 1
+    assert [hit.thread_id for hit in await index.asearch(alice, "walnut", limit=5)] == [kept]
+    assert await index.aforget(alice) == 1
+    assert await index.asearch(alice, "walnut", limit=5) == []
+    assert [hit.thread_id for hit in await index.asearch(bob, "walnut", limit=5)] == [bobs]

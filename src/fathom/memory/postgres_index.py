@@ -69,6 +69,11 @@ SELECT message_id FROM fathom_conversation_messages
 WHERE user_id = %s AND thread_id = %s AND message_id = ANY(%s)
 """
 
+_FORGET = """
+DELETE FROM fathom_conversation_messages
+WHERE user_id = %s AND (%s::text IS NULL OR thread_id = %s)
+"""
+
 _HEADLINE = "StartSel=[, StopSel=], MinWords=8, MaxWords=24, MaxFragments=2"
 """`ts_headline` options: matched words in [brackets], as on SQLite, and a short snippet."""
 
@@ -281,3 +286,17 @@ class PostgresConversationIndex:
                 if rows:
                     return [_hit(tuple(row)) for row in rows]
         return []
+
+    def forget(self, user_id: str, thread_id: str | None = None) -> int:
+        """Remove `user_id`'s indexed messages (of `thread_id` only, when given); how many."""
+        with self._sync_connection() as connection:
+            cursor = connection.cursor(row_factory=_tuple_row())
+            cursor.execute(_FORGET, (user_id, thread_id, thread_id))
+            return cursor.rowcount
+
+    async def aforget(self, user_id: str, thread_id: str | None = None) -> int:
+        """Remove `user_id`'s indexed messages (of `thread_id` only, when given); how many."""
+        async with self._connection() as connection:
+            cursor = connection.cursor(row_factory=_tuple_row())
+            await cursor.execute(_FORGET, (user_id, thread_id, thread_id))
+            return cursor.rowcount

@@ -141,6 +141,15 @@ class ConversationIndex(Protocol):
         """`search`, without blocking the event loop."""
         ...
 
+    def forget(self, user_id: str, thread_id: str | None = None) -> int:
+        """Remove `user_id`'s indexed messages (of `thread_id` only, when given): a deleted
+        thread, or a user who asks to be forgotten. Answers how many were removed."""
+        ...
+
+    async def aforget(self, user_id: str, thread_id: str | None = None) -> int:
+        """`forget`, without blocking the event loop."""
+        ...
+
 
 ID_BATCH = 500
 """At most this many message ids in one lookup (SQLite bounds a statement's parameters)."""

@@ -230,3 +230,16 @@ class SqliteConversationIndex:
         return await asyncio.to_thread(
             self.search, user_id, query, limit=limit, exclude_thread_id=exclude_thread_id
         )
+
+    def forget(self, user_id: str, thread_id: str | None = None) -> int:
+        """Remove `user_id`'s indexed messages (of `thread_id` only, when given); how many."""
+        sql = "DELETE FROM fathom_conversation_messages WHERE user_id = ?"
+        parameters: tuple[str, ...] = (user_id,)
+        if thread_id is not None:
+            sql, parameters = sql + " AND thread_id = ?", (user_id, thread_id)
+        with self._lock:
+            return self._connect().execute(sql, parameters).rowcount
+
+    async def aforget(self, user_id: str, thread_id: str | None = None) -> int:
+        """`forget` on a worker thread."""
+        return await asyncio.to_thread(self.forget, user_id, thread_id)
