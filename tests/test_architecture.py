@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "fathom._aliases", "fathom._lazy", "fathom.tool_answers", "fathom.call_hooks",
     )),
     ("foundation", ("fathom.backends", "fathom.profiles", "fathom.models", "fathom.hosting")),
-    ("capabilities", ("fathom.middleware", "fathom.tools")),
+    ("capabilities", ("fathom.middleware", "fathom.tools", "fathom.memory")),
     ("agent", (
         "fathom", "fathom.agent", "fathom.graph", "fathom.runs", "fathom.compact_dispatch",
         "fathom.patterns",
