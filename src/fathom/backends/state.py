@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
 from langgraph.config import get_config
@@ -27,7 +27,7 @@ from fathom.backends.utils import (
     too_large,
     update_file_data,
 )
-from fathom.state import FileData, FilesUpdate
+from fathom.state import FileData, FilesUpdate, as_file_data
 
 __all__ = [
     "StateBackend",
@@ -105,6 +105,10 @@ class StateBackend(BackendBase):
             files = _files_of_current_step()
         else:
             files = (state.get("files") if isinstance(state, Mapping) else None) or {}
+        if any(isinstance(data, str) for data in files.values()):
+            # Seeded by hand with plain strings (`{"/a.md": "text"}`), not through the
+            # channel's reducer (which converts them): read them as text files.
+            files = {path: cast("FileData", as_file_data(data)) for path, data in files.items()}
         if self._mount == "/":
             return files
         cut = len(self._mount) - 1

@@ -233,10 +233,13 @@ def _iso(moment: datetime | None) -> str:
 def _file_data(item: Item) -> FileData | None:
     """The `FileData` of a stored item, or `None` when its value holds no text content.
 
-    Legacy values whose `content` is a list of lines are joined with newlines; missing
-    timestamps are taken from the item.
+    Legacy values whose `content` is a list of lines are joined with newlines, a plain
+    string value (from a store that keeps non-dict values) is the text itself, a missing
+    `encoding` means UTF-8 text, and missing timestamps are taken from the item.
     """
-    value = item.value
+    value: Any = item.value
+    if isinstance(value, str):  # a store that keeps plain values: the text itself
+        value = {"content": value}
     if not isinstance(value, Mapping):
         return None
     content = value.get("content")
