@@ -32,6 +32,7 @@ from fathom.backends._paths import PathError, normalize_dir, normalize_file_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
 from fathom.backends.utils import delete_target, file_bytes, normalized
+from fathom.backends.versions import KeyLocks
 from fathom.state import FileData
 from fathom.tool_answers import Failure, attempt
 
@@ -418,7 +419,7 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.Wr
     if result.error or data is None:
         return result
     yield _Put(path, data)
-    return protocol.WriteResult(path=path)
+    return protocol.WriteResult(path=path, version=result.version)
 
 
 def _edit_plan(
@@ -433,7 +434,7 @@ def _edit_plan(
     if result.error or new_data is None:
         return result
     yield _Put(path, new_data)
-    return protocol.EditResult(path=path, occurrences=result.occurrences)
+    return protocol.EditResult(path=path, occurrences=result.occurrences, version=result.version)
 
 
 def _delete_plan(file_path: str) -> Generator[_Op, Any, protocol.DeleteResult]:
@@ -503,6 +504,25 @@ _PLANS: dict[str, Callable[..., protocol.Plan[Any]]] = {
 
 # --------------------------------------------------------------------------- the backend
 
+_KEY_LOCKS = KeyLocks()
+"""The in-process locks of the store keys being written or edited, by (store, namespace,
+key): a write's or an edit's read, check and put are one step against every other
+`StoreBackend` of this process on the same store."""
+
+_EXCLUSIVE = frozenset({"write", "edit"})
+
+
+def _exclusive_key(name: str, args: tuple[Any, ...]) -> str | None:
+    """The key whose lock the operation `name` holds while it runs, or `None` (reads, and a
+    path that will be refused anyway)."""
+    if name not in _EXCLUSIVE or not args or not isinstance(args[0], str):
+        return None
+    try:
+        return normalize_path(args[0])
+    except PathError:
+        return None
+
+
 
 def _own(items: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
     """The items of exactly `namespace` (a prefix search also returns sub-namespaces)."""
@@ -558,8 +578,14 @@ class StoreBackend(protocol.PlannedBackend):
     return a result whose `error` says what is wrong, and the store is not touched. A
     namespace the store itself refuses (LangGraph's stores refuse `.` in any component and
     `langgraph` as the first one) is an error result too.
-    Writes store the file directly and return `files_update=None`. Creation is
-    check-then-put, so two concurrent writers of one new path may both succeed.
+    Writes store the file directly and return `files_update=None`. A write or an edit
+    reads the item, checks it and puts the new value as one step against every other
+    `StoreBackend` in this process on the same store and key (an in-process lock per key),
+    so two concurrent edits of one file both land, one after the other. Reads and changes
+    report the file's version (`versions.file_version`); a change conditioned on a version
+    (`versions.expecting`) fails with `CHANGED` when the stored file is no longer at it.
+    Across processes (replicas on one PostgreSQL store) the lock does not reach: see
+    `docs/memory.md` for what holds there.
     `upload_files` stores text bytes as UTF-8 text and anything else as base64, so every
     byte comes back from `download_files`; a store that cannot be reached fails every file
     (`failed`, logged).
@@ -636,6 +662,34 @@ class StoreBackend(protocol.PlannedBackend):
         """Run `plan` against the store with the async API."""
         store, namespace = self._place()
         return await protocol.adrive(plan, lambda op: self._aexecute(store, namespace, op))
+
+    def _perform(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the plan of `name`; a write or edit holds its key's lock (`_exclusive`)."""
+        key = _exclusive_key(name, args)
+        if key is None:
+            return super()._perform(name, *args, **kwargs)
+        try:
+            store, namespace = self._place()
+            with _KEY_LOCKS.hold((id(store), namespace, key)):
+                plan = self._plan(name, *args, **kwargs)
+                return protocol.drive(plan, lambda op: self._execute(store, namespace, op))
+        except protocol.OperationFailed as failed:
+            return protocol.error_result(name, args, failed.error)
+
+    async def _async(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Async `_perform`."""
+        key = _exclusive_key(name, args)
+        if key is None:
+            return await super()._async(name, *args, **kwargs)
+        try:
+            store, namespace = self._place()
+            async with _KEY_LOCKS.ahold((id(store), namespace, key)):
+                plan = self._plan(name, *args, **kwargs)
+                return await protocol.adrive(
+                    plan, lambda op: self._aexecute(store, namespace, op)
+                )
+        except protocol.OperationFailed as failed:
+            return protocol.error_result(name, args, failed.error)
 
     @staticmethod
     def _execute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
