@@ -38,6 +38,7 @@ from fathom.tool_answers import Failure, attempt
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "KEY_LOCKS",
     "NAMESPACE_DEPRECATION",
     "NO_STORE_ERROR",
     "PAGE_SIZE",
@@ -504,7 +505,7 @@ _PLANS: dict[str, Callable[..., protocol.Plan[Any]]] = {
 
 # --------------------------------------------------------------------------- the backend
 
-_KEY_LOCKS = KeyLocks()
+KEY_LOCKS = KeyLocks()
 """The in-process locks of the store keys being written or edited, by (store, namespace,
 key): a write's or an edit's read, check and put are one step against every other
 `StoreBackend` of this process on the same store."""
@@ -670,7 +671,7 @@ class StoreBackend(protocol.PlannedBackend):
             return super()._perform(name, *args, **kwargs)
         try:
             store, namespace = self._place()
-            with _KEY_LOCKS.hold((id(store), namespace, key)):
+            with KEY_LOCKS.hold((id(store), namespace, key)):
                 plan = self._plan(name, *args, **kwargs)
                 return protocol.drive(plan, lambda op: self._execute(store, namespace, op))
         except protocol.OperationFailed as failed:
@@ -683,7 +684,7 @@ class StoreBackend(protocol.PlannedBackend):
             return await super()._async(name, *args, **kwargs)
         try:
             store, namespace = self._place()
-            async with _KEY_LOCKS.ahold((id(store), namespace, key)):
+            async with KEY_LOCKS.ahold((id(store), namespace, key)):
                 plan = self._plan(name, *args, **kwargs)
                 return await protocol.adrive(
                     plan, lambda op: self._aexecute(store, namespace, op)

@@ -123,9 +123,11 @@ class KeyLocks:
             if entry.users == 0:
                 del self._entries[key]
 
-    def __len__(self) -> int:
-        """How many keys are held or waited for now."""
-        return len(self._entries)
+    def users(self, key: Hashable) -> int:
+        """How many callers hold or wait for the lock of `key` now (for tests and metrics)."""
+        with self._guard:
+            entry = self._entries.get(key)
+            return 0 if entry is None else entry.users
 
     @contextlib.contextmanager
     def hold(self, key: Hashable) -> Iterator[None]:
