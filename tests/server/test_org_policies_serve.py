@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
