@@ -85,10 +85,11 @@ def editor(old: str, new: str, gate: Callable[[], None] = no_gate,
     return ScriptedModel(policy=policy)
 
 
-def agent_on(store: InMemoryStore, model: ScriptedModel) -> Any:
+def agent_on(store: InMemoryStore, model: ScriptedModel, **options: Any) -> Any:
     return create_deep_agent(
-        model, store=store, backend=StoreBackend(namespace=NS), checkpointer=InMemorySaver()
-    )
+        model, store=store, backend=StoreBackend(namespace=NS), checkpointer=InMemorySaver(),
+        **options,
+    )  # fmt: skip
 
 
 def say(text: str) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def stored(store: InMemoryStore) -> str:
 
 
 def race(store: InMemoryStore, first: Callable[[Callable[[], None]], ScriptedModel],
-         second: ScriptedModel) -> dict[str, Any]:  # fmt: skip
+         second: ScriptedModel, **options: Any) -> dict[str, Any]:  # fmt: skip
     """Run the first agent until it has read the file, the second to its end, then the
     first to its end; the first agent's final state."""
     first_read, second_done = threading.Event(), threading.Event()
@@ -115,7 +116,7 @@ def race(store: InMemoryStore, first: Callable[[Callable[[], None]], ScriptedMod
 
     def run_first() -> None:
         try:
-            outcome["state"] = agent_on(store, first(gate)).invoke(
+            outcome["state"] = agent_on(store, first(gate), **options).invoke(
                 say("remember"), {"configurable": {"thread_id": "first"}}
             )
         except BaseException as error:  # reported below
@@ -125,7 +126,9 @@ def race(store: InMemoryStore, first: Callable[[Callable[[], None]], ScriptedMod
     runner.start()
     try:
         assert first_read.wait(DEADLINE_S), "the first conversation never read the file"
-        agent_on(store, second).invoke(say("remember"), {"configurable": {"thread_id": "second"}})
+        agent_on(store, second, **options).invoke(
+            say("remember"), {"configurable": {"thread_id": "second"}}
+        )
     finally:
         second_done.set()
         runner.join(DEADLINE_S)
@@ -250,3 +253,46 @@ def test_a_writer_that_never_saw_the_file_replaces_it_as_in_the_reference() -> N
         say("one"), {"configurable": {"thread_id": "blind"}}
     )
     assert stored(store) == "fresh\n"
+
+
+def memory_writer(fact: str, gate: Callable[[], None] = no_gate) -> ScriptedModel:
+    """Writes the memory file as its prompt showed it, with `- fact` added, without reading
+    it first; when told the file changed, writes the current text it was shown, plus the
+    fact."""
+
+    def policy(request: ScriptRequest) -> Any:
+        results = request.turn_results
+        if not results:
+            gate()
+            prompt = request.system_prompt or ""
+            block = prompt.split(f'<memory_file path="{PATH}">\n', 1)[1]
+            shown = block.split("\n</memory_file>")[0]
+            before = "" if shown.startswith("(not created yet") else shown + "\n"
+            content = before + f"- {fact}\n"
+        elif results[-1].status == "error" and CHANGED in results[-1].text:
+            content = unnumbered(results[-1].text) + f"- {fact}\n"
+        else:
+            return "saved"
+        return ai("", tool_call("write_file", {"file_path": PATH, "content": content}))
+
+    return ScriptedModel(policy=policy)
+
+
+def test_two_conversations_creating_a_memory_file_seen_only_in_the_prompt_keep_both() -> None:
+    store = InMemoryStore()
+    state = race(
+        store, lambda gate: memory_writer("likes tea", gate), memory_writer("lives in Lyon"),
+        memory=[PATH],
+    )  # fmt: skip
+    assert stored(store) == "- lives in Lyon\n- likes tea\n"
+    refused = tool_answers(state)[0]
+    assert refused.status == "error" and CHANGED in refused.text
+
+
+def test_a_memory_file_rewritten_from_the_prompt_keeps_the_other_conversations_fact() -> None:
+    store = seeded("# Notes\n")
+    race(
+        store, lambda gate: memory_writer("likes tea", gate), memory_writer("lives in Lyon"),
+        memory=[PATH],
+    )  # fmt: skip
+    assert stored(store) == "# Notes\n- lives in Lyon\n- likes tea\n"

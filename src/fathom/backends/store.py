@@ -427,9 +427,7 @@ def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, protocol.G
     return protocol.GlobResult(error=result.error, matches=listing.strip(result.matches))
 
 
-def _write_plan(
-    file_path: str, content: str
-) -> Generator[_Op, Any, protocol.WriteResult | _Raced]:
+def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.WriteResult | _Raced]:
     if isinstance(path := normalized(normalize_file_path, file_path), BackendError):
         return protocol.WriteResult(error=path)
     if path == "/":
@@ -549,7 +547,6 @@ def _exclusive_key(name: str, args: tuple[Any, ...]) -> str | None:
         return normalize_path(args[0])
     except PathError:
         return None
-
 
 
 def _own(items: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:

@@ -10,7 +10,9 @@ its change to. An `edit_file` applies to the current text when its `old_string` 
 there (that loses nothing); when it is not, and the file changed since the model saw it,
 the answer says so and shows the current text too.
 
-A model that never read a file writes it unconditioned, as in the reference API.
+A memory file the model saw only in its prompt (`MemoryMiddleware`) counts as seen at the
+version loaded. A model that never saw a file writes it unconditioned, as in the reference
+API.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fathom.backends.versions import ABSENT
 from fathom.tool_answers import tool_error
 
 __all__ = [
+    "MEMORY_VERSIONS",
     "VERSION_ARTIFACT",
     "changed_answer",
     "seen_version",
@@ -35,6 +38,10 @@ __all__ = [
 
 VERSION_ARTIFACT = "fathom_file_version"
 """The key of a file tool answer's artifact that records `{"path": ..., "version": ...}`."""
+
+MEMORY_VERSIONS = "memory_versions"
+"""The state key where `MemoryMiddleware` keeps the version of each memory file it loaded
+into the prompt: what the model saw of a file it has no tool answer about."""
 
 
 def _normal(path: object) -> str | None:
@@ -57,7 +64,9 @@ def seen_version(runtime: ToolRuntime, file_path: str) -> str | None:
         if isinstance(record, Mapping) and record.get("path") == path:
             version = record.get("version")
             return version if isinstance(version, str) else None
-    return None
+    loaded = state.get(MEMORY_VERSIONS)  # a memory file the model saw only in its prompt
+    version = loaded.get(path) if isinstance(loaded, Mapping) else None
+    return version if isinstance(version, str) else None
 
 
 def _record(message: ToolMessage, path: str, version: str) -> ToolMessage:
