@@ -28,6 +28,7 @@ __all__ = [
     "FilesState",
     "FilesUpdate",
     "FilesystemState",
+    "as_file_data",
     "merge_files",
     "merge_update",
     "reduce_files",
@@ -74,8 +75,21 @@ def merge_update(current: Mapping[K, V] | None, update: Mapping[K, V | None] | N
     return merged
 
 
+def as_file_data(value: object) -> object:
+    """`value` as a `files` entry: a plain string (content seeded by hand, e.g.
+    `{"/a.md": "text"}` instead of `create_file_data("text")`) becomes a `FileData` holding
+    it as UTF-8 text, with no timestamps (so replaying the channel gives the same value);
+    anything else is returned unchanged."""
+    if isinstance(value, str):
+        return FileData(content=value, encoding="utf-8")
+    return value
+
+
 def merge_files(current: Mapping[str, FileData] | None, update: FilesUpdate | None) -> dict:
-    """Apply one `files` update to a mapping and return the new mapping."""
+    """Apply one `files` update to a mapping and return the new mapping (a plain-string
+    value is taken as the file's text, see `as_file_data`)."""
+    if update and any(isinstance(value, str) for value in update.values()):
+        update = {path: as_file_data(value) for path, value in update.items()}  # type: ignore[misc]
     return merge_update(current, update)
 
 

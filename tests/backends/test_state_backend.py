@@ -29,6 +29,7 @@ from fathom.backends.utils import (
     text_view,
     update_file_data,
 )
+from fathom.backends.versions import file_version
 
 OLD = "2024-01-01T00:00:00Z"
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -170,7 +171,8 @@ def test_ls_refuses_path_above_root(backend: StateBackend) -> None:
 def test_read_returns_the_whole_small_file_as_one_window(backend: StateBackend, tree: dict) -> None:
     result = backend.read("/src/app.py")
     assert result == ReadResult(
-        file_data=tree["/src/app.py"], total_lines=3, start_line=1, end_line=3, next_offset=None
+        file_data=tree["/src/app.py"], total_lines=3, start_line=1, end_line=3, next_offset=None,
+        version=file_version(tree["/src/app.py"]),
     )
 
 
@@ -205,7 +207,9 @@ def test_read_of_zero_lines_says_none_were_requested(backend: StateBackend) -> N
 
 def test_read_of_a_binary_file_returns_it_whole(backend: StateBackend, tree: dict) -> None:
     result = backend.read("/bin/tool", offset=5, limit=1)
-    assert result == ReadResult(file_data=tree["/bin/tool"])
+    assert result == ReadResult(
+        file_data=tree["/bin/tool"], version=file_version(tree["/bin/tool"])
+    )
 
 
 def test_read_accepts_relative_and_dotted_paths(backend: StateBackend, tree: dict) -> None:

@@ -29,6 +29,7 @@ from fathom.backends.store import (
     validate_namespace,
 )
 from fathom.backends.utils import MAX_EDIT_BYTES
+from fathom.backends.versions import file_version
 from fathom.testing import ScriptedModel, ai, tool_call
 
 OLD = "2024-01-01T00:00:00Z"
@@ -120,9 +121,10 @@ def test_store_backend_is_a_backend() -> None:
 
 def test_write_read_edit_delete_round_trip(ops: Ops, store: CountingStore, mode: str) -> None:
     written = ops.write("notes/../plan.md", "step one\nstep two\n")
-    assert written == WriteResult(path="/plan.md", files_update=None)
     item = store.peek(NS, "/plan.md")
     assert item is not None
+    version = file_version(item.value)
+    assert written == WriteResult(path="/plan.md", files_update=None, version=version)
     assert item.value["content"] == "step one\nstep two\n"
     assert item.value["encoding"] == "utf-8"
     created = item.value["created_at"]
@@ -133,8 +135,10 @@ def test_write_read_edit_delete_round_trip(ops: Ops, store: CountingStore, mode:
     assert read.file_data == item.value
 
     edited = ops.edit("/plan.md", "two", "2")
-    assert edited == EditResult(path="/plan.md", files_update=None, occurrences=1)
     edited_value = store.peek(NS, "/plan.md").value
+    assert edited == EditResult(
+        path="/plan.md", files_update=None, occurrences=1, version=file_version(edited_value)
+    )
     assert edited_value["content"] == "step one\nstep 2\n"
     assert edited_value["created_at"] == created
     assert ops.read("/plan.md").file_data["content"] == "step one\nstep 2\n"
@@ -152,8 +156,8 @@ def test_write_over_an_existing_file_replaces_it(ops: Ops, store: CountingStore)
     created = store.get(NS, "/a.md").value["created_at"]
     store.put(NS, "/a.md", {**store.get(NS, "/a.md").value, "created_at": OLD})
     again = ops.write("/a.md", "second")
-    assert again == WriteResult(path="/a.md")
     value = store.get(NS, "/a.md").value
+    assert again == WriteResult(path="/a.md", version=file_version(value))
     assert value["content"] == "second"
     assert value["created_at"] == OLD  # the original creation time is kept
     assert value["modified_at"] >= created

@@ -15,6 +15,7 @@ from langgraph.store.sqlite import SqliteStore
 
 from fathom import FilesystemPermission, create_deep_agent, create_file_data
 from fathom.backends import CompositeBackend, FilesystemBackend, StateBackend, StoreBackend
+from fathom.backends.versions import file_version
 from fathom.middleware.memory import (
     MEMORY_GUIDANCE,
     NOT_CREATED_NOTE,
@@ -198,11 +199,15 @@ def test_state_key_is_written_only_when_memory_changed():
     middleware = MemoryMiddleware(sources=["/AGENTS.md"])
     state = {"messages": [], "files": {"/AGENTS.md": create_file_data("v1")}}
     update = middleware.before_agent(state, Runtime())
-    assert update == {"memory_files": {"/AGENTS.md": {"content": "v1"}}}
+    assert update == {
+        "memory_files": {"/AGENTS.md": {"content": "v1"}},
+        "memory_versions": {"/AGENTS.md": file_version(create_file_data("v1"))},
+    }
     assert middleware.before_agent({**state, **update}, Runtime()) is None
     changed = {**state, **update, "files": {"/AGENTS.md": create_file_data("v2")}}
     assert middleware.before_agent(changed, Runtime()) == {
-        "memory_files": {"/AGENTS.md": {"content": "v2"}}
+        "memory_files": {"/AGENTS.md": {"content": "v2"}},
+        "memory_versions": {"/AGENTS.md": file_version(create_file_data("v2"))},
     }
 
 
@@ -223,7 +228,12 @@ def test_unchanged_memory_writes_nothing_on_later_runs():
             if node == "MemoryMiddleware.before_agent"
         ]
 
-    assert memory_updates(start) == [{"memory_files": {"/AGENTS.md": {"content": "Be brief."}}}]
+    assert memory_updates(start) == [
+        {
+            "memory_files": {"/AGENTS.md": {"content": "Be brief."}},
+            "memory_versions": {"/AGENTS.md": file_version(create_file_data("Be brief."))},
+        }
+    ]
     assert memory_updates(user("two")) == [None]
 
 

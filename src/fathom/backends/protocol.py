@@ -151,6 +151,10 @@ class ReadResult:
     lines (`limit <= 0`) comes back empty with `no_lines_requested=True`, so a caller can tell
     it from an empty file. A binary file comes back whole, without window fields. Inconsistent
     combinations raise `ValueError` at construction: a backend bug, caught where it is made.
+
+    `version` is the whole file's version (`fathom.backends.versions.file_version`) from a
+    backend that keeps versions, `None` from one that does not: a later change conditioned
+    on it applies only if nobody changed the file in between.
     """
 
     error: ResultError = None
@@ -160,6 +164,7 @@ class ReadResult:
     end_line: int | None = None
     next_offset: int | None = None
     no_lines_requested: bool = False
+    version: str | None = None
 
     def __post_init__(self) -> None:
         """Reject window fields that contradict each other (they would mislead paging)."""
@@ -233,23 +238,27 @@ class WriteResult:
     """Result of `write` (creates the file, or replaces it when it exists).
 
     In-state backends return the change as `files_update` for the `files` channel;
-    backends with their own storage return `files_update=None`.
+    backends with their own storage return `files_update=None`. `version` is the file's
+    version after the write, from a backend that keeps versions (see `ReadResult`); a write
+    conditioned on a version the file is no longer at fails with `ErrorKind.CHANGED`.
     """
 
     error: ResultError = None
     path: str | None = None
     files_update: FilesUpdate | None = None
+    version: str | None = None
 
 
 @dataclass(frozen=True)
 class EditResult:
     """Result of `edit`, with the number of replacements made (and `files_update` as for
-    `WriteResult`)."""
+    `WriteResult`; `version` as for `WriteResult`)."""
 
     error: ResultError = None
     path: str | None = None
     occurrences: int | None = None
     files_update: FilesUpdate | None = None
+    version: str | None = None
 
 
 @dataclass(frozen=True)

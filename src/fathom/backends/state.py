@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
+from dataclasses import replace
+from typing import Any, Self, cast
 
 from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
 from langgraph.config import get_config
@@ -27,7 +28,8 @@ from fathom.backends.utils import (
     too_large,
     update_file_data,
 )
-from fathom.state import FileData, FilesUpdate
+from fathom.backends.versions import file_version, is_stale
+from fathom.state import FileData, FilesUpdate, as_file_data
 
 __all__ = [
     "StateBackend",
@@ -69,7 +71,9 @@ class StateBackend(BackendBase):
 
     Ephemeral: they live as long as the thread, are checkpointed with it, and are shared by
     the agent and its subagents. Writes return a `files_update` that the filesystem tools
-    apply to state; the backend itself never mutates anything.
+    apply to state; the backend itself never mutates anything. Reads and changes report the
+    file's version, and a change conditioned on a version (`versions.expecting`) the file
+    is no longer at fails with `CHANGED`.
 
     `StateBackend()` is bound to each tool call's runtime by the filesystem middleware;
     `StateBackend(runtime)` (the reference's factory style) binds it directly. Unbound (for
@@ -105,6 +109,10 @@ class StateBackend(BackendBase):
             files = _files_of_current_step()
         else:
             files = (state.get("files") if isinstance(state, Mapping) else None) or {}
+        if any(isinstance(data, str) for data in files.values()):
+            # Seeded by hand with plain strings (`{"/a.md": "text"}`), not through the
+            # channel's reducer (which converts them): read them as text files.
+            files = {path: cast("FileData", as_file_data(data)) for path, data in files.items()}
         if self._mount == "/":
             return files
         cut = len(self._mount) - 1
@@ -137,7 +145,7 @@ class StateBackend(BackendBase):
         if isinstance(stored, BackendError):
             return protocol.ReadResult(error=stored)
         path, data = stored
-        return read_window(data, offset, limit, path)
+        return replace(read_window(data, offset, limit, path), version=file_version(data))
 
     def _stored(self, file_path: str) -> tuple[str, FileData] | BackendError:
         """The normalised path and the data of the file at `file_path`, or why there is none."""
@@ -200,9 +208,12 @@ class StateBackend(BackendBase):
         if failure := too_large(path, len(content.encode("utf-8", "replace"))):
             return protocol.WriteResult(error=failure)
         previous = self.files.get(path)
+        if is_stale(previous):
+            return protocol.WriteResult(error=BackendError(ErrorKind.CHANGED, path))
         created_at = previous.get("created_at") if previous else None
+        data = create_file_data(content, created_at=created_at)
         return protocol.WriteResult(
-            path=path, files_update={path: create_file_data(content, created_at=created_at)}
+            path=path, files_update={path: data}, version=file_version(data)
         )
 
     def edit(
@@ -212,14 +223,18 @@ class StateBackend(BackendBase):
         if isinstance(stored, BackendError):
             return protocol.EditResult(error=stored)
         path, data = stored
+        if is_stale(data):
+            return protocol.EditResult(error=BackendError(ErrorKind.CHANGED, path))
         outcome = edit_text(path, data, old_string, new_string, replace_all)
         if isinstance(outcome, protocol.EditResult):
             return outcome
         new_text, occurrences = outcome
+        new_data = update_file_data(data, new_text)
         return protocol.EditResult(
             path=path,
-            files_update={path: update_file_data(data, new_text)},
+            files_update={path: new_data},
             occurrences=occurrences,
+            version=file_version(new_data),
         )
 
     def delete(self, file_path: str) -> protocol.DeleteResult:

@@ -21,7 +21,7 @@ import logging
 import re
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
@@ -31,12 +31,15 @@ from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
+from fathom.backends.store_cas import Expected, aconditional_put, conditional_put
 from fathom.backends.utils import delete_target, file_bytes, normalized
+from fathom.backends.versions import KeyLocks
 from fathom.state import FileData
 from fathom.tool_answers import Failure, attempt
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "KEY_LOCKS",
     "NAMESPACE_DEPRECATION",
     "NO_STORE_ERROR",
     "PAGE_SIZE",
@@ -233,10 +236,13 @@ def _iso(moment: datetime | None) -> str:
 def _file_data(item: Item) -> FileData | None:
     """The `FileData` of a stored item, or `None` when its value holds no text content.
 
-    Legacy values whose `content` is a list of lines are joined with newlines; missing
-    timestamps are taken from the item.
+    Legacy values whose `content` is a list of lines are joined with newlines, a plain
+    string value (from a store that keeps non-dict values) is the text itself, a missing
+    `encoding` means UTF-8 text, and missing timestamps are taken from the item.
     """
-    value = item.value
+    value: Any = item.value
+    if isinstance(value, str):  # a store that keeps plain values: the text itself
+        value = {"content": value}
     if not isinstance(value, Mapping):
         return None
     content = value.get("content")
@@ -282,6 +288,8 @@ class _Listing:
 
     files: dict[str, FileData]
     unreadable: frozenset[str]
+    stamps: Mapping[str, datetime | None] = field(default_factory=dict)
+    """Each key's `updated_at`, for a conditional put (`store_cas`)."""
 
     def for_listing(self) -> _Snapshot:
         """All keys, unreadable ones as empty placeholders (their size is removed later)."""
@@ -309,7 +317,8 @@ def _listing(items: list[Item]) -> _Listing:
             unreadable.add(item.key)
         else:
             files[item.key] = data
-    return _Listing(files, frozenset(unreadable))
+    stamps = {item.key: item.updated_at for item in items}
+    return _Listing(files, frozenset(unreadable), stamps)
 
 
 # --------------------------------------------------------------------------- plans
@@ -332,8 +341,17 @@ class _Page:
 
 @dataclass(frozen=True)
 class _Put:
+    """Store `value` at `key`; with `expected`, only if the item is still as read (the plan
+    receives `False` when another writer changed it first)."""
+
     key: str
     value: FileData
+    expected: Expected | None = None
+
+
+class _Raced:
+    """What a write or edit plan returns when its conditional put lost to another writer:
+    the operation is run again on what is stored now."""
 
 
 @dataclass(frozen=True)
@@ -364,24 +382,29 @@ def _ls_plan(path: str) -> Generator[_Op, Any, protocol.LsResult]:
     return protocol.LsResult(error=result.error, entries=listing.strip(result.entries))
 
 
-def _file_plan(file_path: str) -> Generator[_Op, Any, tuple[str, _Snapshot] | BackendError]:
-    """The normalised `file_path` and a snapshot that answers for it: the stored file alone,
-    or, when no key is there, the whole namespace (to tell a directory from a missing file)."""
+def _file_plan(
+    file_path: str,
+) -> Generator[_Op, Any, tuple[str, _Snapshot, Expected] | BackendError]:
+    """The normalised `file_path`, a snapshot that answers for it (the stored file alone,
+    or, when no key is there, the whole namespace, to tell a directory from a missing
+    file), and what a conditional put of it expects."""
     if isinstance(path := normalized(normalize_path, file_path), BackendError):
         return path
     item: Item | None = yield _Get(path)
     if item is None:
         listing = yield from _list_all()
-        return path, listing.for_listing()
+        return path, listing.for_listing(), Expected(None)
     data = _file_data(item)
-    return (path, _Snapshot({path: data})) if data is not None else _unreadable(path)
+    if data is None:
+        return _unreadable(path)
+    return path, _Snapshot({path: data}), Expected(item.updated_at)
 
 
 def _read_plan(file_path: str, offset: int, limit: int) -> Generator[_Op, Any, protocol.ReadResult]:
     found = yield from _file_plan(file_path)
     if isinstance(found, BackendError):
         return protocol.ReadResult(error=found)
-    path, snapshot = found
+    path, snapshot, _ = found
     return snapshot.read(path, offset, limit)
 
 
@@ -404,7 +427,7 @@ def _glob_plan(pattern: str, path: str | None) -> Generator[_Op, Any, protocol.G
     return protocol.GlobResult(error=result.error, matches=listing.strip(result.matches))
 
 
-def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.WriteResult]:
+def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.WriteResult | _Raced]:
     if isinstance(path := normalized(normalize_file_path, file_path), BackendError):
         return protocol.WriteResult(error=path)
     if path == "/":
@@ -414,23 +437,26 @@ def _write_plan(file_path: str, content: str) -> Generator[_Op, Any, protocol.Wr
     data = (result.files_update or {}).get(path)
     if result.error or data is None:
         return result
-    yield _Put(path, data)
-    return protocol.WriteResult(path=path)
+    expected = Expected(listing.stamps.get(path))
+    if (yield _Put(path, data, expected)) is False:
+        return _Raced()
+    return protocol.WriteResult(path=path, version=result.version)
 
 
 def _edit_plan(
     file_path: str, old_string: str, new_string: str, replace_all: bool
-) -> Generator[_Op, Any, protocol.EditResult]:
+) -> Generator[_Op, Any, protocol.EditResult | _Raced]:
     found = yield from _file_plan(file_path)
     if isinstance(found, BackendError):
         return protocol.EditResult(error=found)
-    path, snapshot = found
+    path, snapshot, expected = found
     result = snapshot.edit(path, old_string, new_string, replace_all)
     new_data = (result.files_update or {}).get(path)
     if result.error or new_data is None:
         return result
-    yield _Put(path, new_data)
-    return protocol.EditResult(path=path, occurrences=result.occurrences)
+    if (yield _Put(path, new_data, expected)) is False:
+        return _Raced()
+    return protocol.EditResult(path=path, occurrences=result.occurrences, version=result.version)
 
 
 def _delete_plan(file_path: str) -> Generator[_Op, Any, protocol.DeleteResult]:
@@ -500,6 +526,28 @@ _PLANS: dict[str, Callable[..., protocol.Plan[Any]]] = {
 
 # --------------------------------------------------------------------------- the backend
 
+KEY_LOCKS = KeyLocks()
+"""The in-process locks of the store keys being written or edited, by (store, namespace,
+key): a write's or an edit's read, check and put are one step against every other
+`StoreBackend` of this process on the same store."""
+
+_EXCLUSIVE = frozenset({"write", "edit"})
+
+RACE_ATTEMPTS = 5
+"""How many times a write or edit is applied again after losing a conditional put to a
+writer in another process, before it answers `CHANGED`."""
+
+
+def _exclusive_key(name: str, args: tuple[Any, ...]) -> str | None:
+    """The key whose lock the operation `name` holds while it runs, or `None` (reads, and a
+    path that will be refused anyway)."""
+    if name not in _EXCLUSIVE or not args or not isinstance(args[0], str):
+        return None
+    try:
+        return normalize_path(args[0])
+    except PathError:
+        return None
+
 
 def _own(items: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
     """The items of exactly `namespace` (a prefix search also returns sub-namespaces)."""
@@ -555,8 +603,15 @@ class StoreBackend(protocol.PlannedBackend):
     return a result whose `error` says what is wrong, and the store is not touched. A
     namespace the store itself refuses (LangGraph's stores refuse `.` in any component and
     `langgraph` as the first one) is an error result too.
-    Writes store the file directly and return `files_update=None`. Creation is
-    check-then-put, so two concurrent writers of one new path may both succeed.
+    Writes store the file directly and return `files_update=None`. A write or an edit
+    reads the item, checks it and puts the new value as one step against every other
+    `StoreBackend` in this process on the same store and key (an in-process lock per key),
+    so two concurrent edits of one file both land, one after the other. Reads and changes
+    report the file's version (`versions.file_version`); a change conditioned on a version
+    (`versions.expecting`) fails with `CHANGED` when the stored file is no longer at it.
+    Across processes the lock does not reach: on LangGraph's PostgreSQL stores the put is
+    a conditional statement instead (`store_cas`), and a write or edit that loses it to
+    another process is applied again on what is stored now.
     `upload_files` stores text bytes as UTF-8 text and anything else as base64, so every
     byte comes back from `download_files`; a store that cannot be reached fails every file
     (`failed`, logged).
@@ -634,16 +689,60 @@ class StoreBackend(protocol.PlannedBackend):
         store, namespace = self._place()
         return await protocol.adrive(plan, lambda op: self._aexecute(store, namespace, op))
 
+    def _perform(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the plan of `name`; a write or edit holds its key's lock (`_exclusive`)."""
+        key = _exclusive_key(name, args)
+        if key is None:
+            return super()._perform(name, *args, **kwargs)
+        try:
+            store, namespace = self._place()
+            with KEY_LOCKS.hold((id(store), namespace, key)):
+                for _ in range(RACE_ATTEMPTS):
+                    plan = self._plan(name, *args, **kwargs)
+                    result = protocol.drive(plan, lambda op: self._execute(store, namespace, op))
+                    if not isinstance(result, _Raced):
+                        return result
+        except protocol.OperationFailed as failed:
+            return protocol.error_result(name, args, failed.error)
+        return protocol.error_result(name, args, BackendError(ErrorKind.CHANGED, key))
+
+    async def _async(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Async `_perform`."""
+        key = _exclusive_key(name, args)
+        if key is None:
+            return await super()._async(name, *args, **kwargs)
+        try:
+            store, namespace = self._place()
+            async with KEY_LOCKS.ahold((id(store), namespace, key)):
+                for _ in range(RACE_ATTEMPTS):
+                    plan = self._plan(name, *args, **kwargs)
+                    result = await protocol.adrive(
+                        plan, lambda op: self._aexecute(store, namespace, op)
+                    )
+                    if not isinstance(result, _Raced):
+                        return result
+        except protocol.OperationFailed as failed:
+            return protocol.error_result(name, args, failed.error)
+        return protocol.error_result(name, args, BackendError(ErrorKind.CHANGED, key))
+
     @staticmethod
     def _execute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
         method, args, kwargs = _request(namespace, op)
         with _namespace_refused(namespace):
+            if isinstance(op, _Put) and op.expected is not None:
+                done = conditional_put(store, namespace, op.key, op.value, op.expected)
+                if done is not None:
+                    return done
             return _answer(namespace, op, getattr(store, method)(*args, **kwargs))
 
     @staticmethod
     async def _aexecute(store: BaseStore, namespace: tuple[str, ...], op: _Op) -> Any:
         method, args, kwargs = _request(namespace, op)
         with _namespace_refused(namespace):
+            if isinstance(op, _Put) and op.expected is not None:
+                done = await aconditional_put(store, namespace, op.key, op.value, op.expected)
+                if done is not None:
+                    return done
             try:
                 got = await getattr(store, "a" + method)(*args, **kwargs)
             except NotImplementedError:  # a store with only a sync API (`SqliteStore`)

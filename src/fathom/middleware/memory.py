@@ -38,6 +38,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import text_view
+from fathom.backends.versions import ABSENT
 from fathom.middleware.filesystem.answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
 from fathom.prompt import PromptSection, SectionPromptMixin, check_prompt_template
@@ -86,6 +87,10 @@ class MemoryState(FilesState):
     its own under `create_agent`)."""
 
     memory_files: NotRequired[Annotated[dict[str, MemoryFile], PrivateStateAttr]]
+    memory_versions: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
+    """The version of each memory file as loaded (`ABSENT` for one not created yet), so a
+    `write_file` based on what the prompt showed is refused when another writer changed
+    the file since (see `fathom.middleware.filesystem.versions`)."""
 
 
 def _source_path(source: object) -> str:
@@ -126,6 +131,21 @@ def _loaded(path: str, result: ReadResult, max_bytes: int) -> MemoryFile:
             )
         )
     return MemoryFile(content=view.text or "")
+
+
+def _versions(reads: Mapping[str, ReadResult]) -> dict[str, str]:
+    """The version of each absolute source as read: the backend's, or `ABSENT` for a
+    missing file; sources the backend reports no version for are left out."""
+    versions: dict[str, str] = {}
+    for path, read in reads.items():
+        if not path.startswith("/"):
+            continue
+        if read.error is not None:
+            if error_kind(read.error) is ErrorKind.NOT_FOUND:
+                versions[path] = ABSENT
+        elif (version := getattr(read, "version", None)) is not None:
+            versions[path] = version
+    return versions
 
 
 def render_memory(
@@ -218,23 +238,27 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
             return PolicyBackend(resolved, [PermissionPolicy(self.permissions)])
         return resolved
 
-    def _update(self, state: Any, files: dict[str, MemoryFile]) -> dict[str, Any] | None:
-        previous = state.get("memory_files") if isinstance(state, Mapping) else None
-        return None if previous == files else {"memory_files": files}
+    def _update(self, state: Any, reads: dict[str, ReadResult]) -> dict[str, Any] | None:
+        """The state update for what was read: each key only when it changed."""
+        files = {path: _loaded(path, read, self.max_file_bytes) for path, read in reads.items()}
+        versions = _versions(reads)
+        previous = state if isinstance(state, Mapping) else {}
+        update: dict[str, Any] = {}
+        if previous.get("memory_files") != files:
+            update["memory_files"] = files
+        if versions and previous.get("memory_versions") != versions:
+            update["memory_versions"] = versions
+        return update or None
 
     def before_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
         """Read every source and keep the result in state (only when it changed)."""
         backend = self._backend(state, runtime)
-        limit = self.max_file_bytes
-        files = {path: _loaded(path, backend.read(path), limit) for path in self.sources}
-        return self._update(state, files)
+        return self._update(state, {path: backend.read(path) for path in self.sources})
 
     async def abefore_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
         """Async `before_agent`, on the backend's async `aread`."""
         backend = self._backend(state, runtime)
-        limit = self.max_file_bytes
-        files = {path: _loaded(path, await backend.aread(path), limit) for path in self.sources}
-        return self._update(state, files)
+        return self._update(state, {path: await backend.aread(path) for path in self.sources})
 
     # ------------------------------------------------------------------ the prompt
 

@@ -24,6 +24,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from fathom.backends._paths import PathError, normalize_path
+from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import (
     BackendOrFactory,
@@ -41,6 +42,7 @@ from fathom.backends.protocol import (
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import positive_seconds
+from fathom.backends.versions import ABSENT, expecting
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
 from fathom.middleware.context.budget import OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
@@ -55,6 +57,7 @@ from fathom.middleware.filesystem.answers import (
     read_answer,
     write_message,
 )
+from fathom.middleware.filesystem.versions import changed_answer, seen_version, with_version
 from fathom.middleware.permissions import (
     FilesystemPermission,
     PermissionPolicy,
@@ -248,19 +251,38 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         runtime: ToolRuntime, file_path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT
     ) -> Plan[Any]:
         result = yield call(backend(runtime), "read", file_path, offset, limit)
-        return read_answer(result, file_path, offset, limit, runtime)
+        answer = read_answer(result, file_path, offset, limit, runtime)
+        return with_version(answer, runtime, "read_file", file_path, _read_version(result))
 
-    def change(runtime: ToolRuntime, tool: str, method: str, *args: Any) -> Plan[Any]:
+    def change(
+        runtime: ToolRuntime, tool: str, method: str, *args: Any, expected: str | None = None
+    ) -> Plan[Any]:
         """A change of `args[0]` by `tool` (the backend's `method`), refused when another
-        call of this turn changes the same file."""
+        call of this turn changes the same file, and applied only while the file is at the
+        `expected` version (when given). Its answer records the file's new version."""
         file_path = args[0]
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, tool)
-        result = yield call(backend(runtime), method, *args)
-        return change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
+        target = backend(runtime)
+        with expecting(expected):
+            result = yield call(target, method, *args)
+        if result.error and tool != "delete" and (seen := seen_version(runtime, file_path)):
+            refused = error_kind(result.error) is ErrorKind.CHANGED and expected is not None
+            if refused or error_kind(result.error) in _STALE_EDIT_ERRORS:
+                current = yield call(target, "read", file_path, 0, READ_DEFAULT_LIMIT)
+                version = _read_version(current)
+                if refused or version != seen:
+                    shown = read_answer(current, file_path, 0, READ_DEFAULT_LIMIT, runtime)
+                    return changed_answer(runtime, tool, file_path, shown, version)
+        answer = change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
+        if result.error:
+            return answer
+        version = ABSENT if tool == "delete" else getattr(result, "version", None)
+        return with_version(answer, runtime, tool, file_path, version)
 
     def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Plan[Any]:
-        return change(runtime, "write_file", "write", file_path, content)
+        expected = seen_version(runtime, file_path)
+        return change(runtime, "write_file", "write", file_path, content, expected=expected)
 
     def edit_file(
         runtime: ToolRuntime,
@@ -313,6 +335,18 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         )
         for name, plan, schema in specs
     ]
+
+
+_STALE_EDIT_ERRORS = frozenset({ErrorKind.NO_MATCH, ErrorKind.NOT_UNIQUE})
+"""Edit failures that may come from another writer's change since the model read the file."""
+
+
+def _read_version(result: Any) -> str | None:
+    """The version a read saw: the backend's for a file, `ABSENT` for a missing one, `None`
+    when the backend keeps no versions or the read failed otherwise."""
+    if result.error:
+        return ABSENT if error_kind(result.error) is ErrorKind.NOT_FOUND else None
+    return getattr(result, "version", None)
 
 
 def _driven(plan: Callable[..., Plan[Any]]) -> Callable[..., Any]:

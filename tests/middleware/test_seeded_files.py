@@ -1,0 +1,110 @@
+"""Files seeded by hand: plain strings and `create_file_data(...)` output both read as files.
+
+A thread's `files` may be seeded with `{"/a.md": "text"}` instead of
+`{"/a.md": create_file_data("text")}`, and a store item with `{"content": "text"}` only;
+every reader (the file tools, memory loading) takes both forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from fathom import create_deep_agent, create_file_data
+from fathom.backends import StateBackend, StoreBackend
+from fathom.state import reduce_files
+from fathom.testing import ScriptedModel, ai, tool_call
+
+SEEDS = {"plain string": "plain text\n", "create_file_data": create_file_data("plain text\n")}
+
+
+MEMORY_BLOCK = '<memory_file path="/AGENTS.md">\nplain text\n</memory_file>'
+THREAD = {"configurable": {"thread_id": "t"}}
+
+
+def system_prompt(model: ScriptedModel) -> str:
+    return model.requests[0].system_prompt or ""
+
+
+def go() -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": "go"}]}
+
+
+def reading_then_editing() -> ScriptedModel:
+    return ScriptedModel(
+        replies=[
+            ai("", tool_call("read_file", {"file_path": "/a.md"})),
+            ai(
+                "",
+                tool_call(
+                    "edit_file",
+                    {"file_path": "/a.md", "old_string": "plain", "new_string": "edited"},
+                ),
+            ),
+            "done",
+        ]
+    )
+
+
+@pytest.mark.parametrize("seed", list(SEEDS), ids=list(SEEDS))
+def test_a_thread_seeded_with_either_form_reads_and_edits_the_file(seed: str) -> None:
+    agent = create_deep_agent(reading_then_editing(), checkpointer=InMemorySaver())
+    out = agent.invoke({**go(), "files": {"/a.md": SEEDS[seed]}}, THREAD)
+    tools = [m for m in out["messages"] if m.type == "tool"]
+    assert "plain text" in tools[0].content
+    assert tools[1].status != "error", tools[1].content
+    assert out["files"]["/a.md"]["content"] == "edited text\n"
+    assert out["files"]["/a.md"]["encoding"] == "utf-8"
+
+
+@pytest.mark.parametrize("seed", list(SEEDS), ids=list(SEEDS))
+def test_memory_seeded_in_state_with_either_form_reaches_the_prompt(seed: str) -> None:
+    model = ScriptedModel(replies=["ok"])
+    agent = create_deep_agent(model, memory=["/AGENTS.md"], checkpointer=InMemorySaver())
+    agent.invoke({**go(), "files": {"/AGENTS.md": SEEDS[seed]}}, THREAD)
+    assert MEMORY_BLOCK in system_prompt(model)
+
+
+def test_the_files_channel_stores_a_plain_string_as_file_data() -> None:
+    merged = reduce_files({}, [{"/a.md": "x"}])  # type: ignore[dict-item]
+    assert merged == {"/a.md": {"content": "x", "encoding": "utf-8"}}
+    assert reduce_files(merged, [{"/a.md": None}]) == {}
+
+
+def test_an_unbound_state_backend_reads_plain_strings_from_a_raw_state() -> None:
+    class Runtime:
+        def __init__(self) -> None:
+            self.state = {"files": {"/a.md": "one\ntwo\n"}}
+
+    backend = StateBackend(Runtime())
+    read = backend.read("/a.md")
+    assert read.error is None and read.file_data is not None
+    assert read.file_data["content"] == "one\ntwo\n"
+    assert backend.grep("two").matches == [{"path": "/a.md", "line": 2, "text": "two"}]
+    assert backend.edit("/a.md", "one", "uno").occurrences == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"content": "plain text\n"}, dict(create_file_data("plain text\n"))],
+    ids=["content only", "create_file_data"],
+)
+def test_store_items_seeded_with_either_form_are_memory_and_files(value: dict[str, Any]) -> None:
+    store = InMemoryStore()
+    store.put(("org-1",), "/AGENTS.md", value)
+    model = ScriptedModel(
+        replies=[ai("", tool_call("read_file", {"file_path": "/AGENTS.md"})), "done"]
+    )
+    agent = create_deep_agent(
+        model,
+        store=store,
+        backend=StoreBackend(namespace=("org-1",)),
+        memory=["/AGENTS.md"],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke(go(), THREAD)
+    assert MEMORY_BLOCK in system_prompt(model)
+    assert "plain text" in next(m for m in out["messages"] if m.type == "tool").content
