@@ -10,6 +10,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph_sdk import Auth
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -32,13 +33,18 @@ __all__ = ["create_app"]
 
 
 def _security(
-    api_key: str | None, cors_origins: Sequence[str], max_body_bytes: int
+    api_key: str | None, cors_origins: Sequence[str], max_body_bytes: int, auth: Auth | None
 ) -> list[Middleware]:
     from fathom.server.security import security_middleware
 
-    return security_middleware(
+    middleware = security_middleware(
         api_key=api_key, cors_origins=cors_origins, max_body_bytes=max_body_bytes
     )
+    if auth is not None:  # inside CORS and the API key, outside the body limit
+        from fathom.server.auth import AuthMiddleware
+
+        middleware.insert(len(middleware) - 1, Middleware(AuthMiddleware, auth=auth))
+    return middleware
 
 
 def create_app(
@@ -53,6 +59,7 @@ def create_app(
     routes: Sequence[BaseRoute] = (),
     replica_database: str | None = None,
     lease_seconds: float = 30.0,
+    auth: Auth | None = None,
 ) -> Starlette:
     """An ASGI app serving ``graphs`` over the LangGraph Platform / Agent Protocol API.
 
@@ -68,6 +75,10 @@ def create_app(
     replica claims them, and a dead replica's runs are resumed by another once their lease of
     ``lease_seconds`` expires (``fathom.server.execution.replicas``). Without it, this server
     runs its runs itself and must be the only one on its storage.
+
+    ``auth``, a ``langgraph_sdk.Auth`` (``langgraph.json``'s ``auth.path``), names the caller
+    of every request and decides what each caller may see and do (``fathom.server.auth``).
+    With ``api_key`` too, the key is checked first, then ``auth``'s handlers run.
     """
     checkpointer = checkpointer if checkpointer is not None else InMemorySaver()
     store = store if store is not None else InMemoryStore()
@@ -101,7 +112,7 @@ def create_app(
             *routes,
             *web.routes,  # the page at / and its files under /ui/
         ],
-        middleware=_security(api_key, cors_origins, max_body_bytes),
+        middleware=_security(api_key, cors_origins, max_body_bytes, auth),
         exception_handlers={
             ApiError: api_error_handler,
             HTTPException: http_exception_handler,

@@ -12,10 +12,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import authorize, request_user
+from fathom.server.auth.guards import thread_visible, visible_thread
+from fathom.server.auth.run_config import attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
 from fathom.server.records import now_iso
@@ -118,26 +121,61 @@ async def _parse(
 
 
 async def start_run(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str | None,
+    request: HTTPConnection | None = None,
 ) -> dict[str, Any]:
     """Validate ``body``, find or create the thread, and submit the run.
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
+    With ``request`` and custom auth, the ``threads.create_run`` handler decides (a thread it
+    filters out is a 404), and the caller's identity goes into the run's config.
     """
     if thread_id is None:
         on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
         run = await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
-        thread = await server.records.new_thread(run["thread_id"], opt_dict(body, "metadata"))
+        added = await _authorize_run(request, run, None, "create")
+        metadata = {**(opt_dict(body, "metadata") or {}), **added}
+        thread = await server.records.new_thread(run["thread_id"], metadata or None)
     else:
         thread_id = check_id(thread_id, "thread")
         existing = await server.records.get_thread(thread_id)
-        create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
-        if existing is None and not create:
+        if_not_exists = opt_enum(body, "if_not_exists", ("reject", "create"), "reject")
+        if existing is None and if_not_exists != "create":
             raise NotFound(f"Thread with ID {thread_id} not found")
         run = await _parse(server, body, thread_id, temporary=False)
-        thread = existing or await server.records.new_thread(thread_id, None)
+        added = await _authorize_run(request, run, existing, if_not_exists)
+        thread = existing or await server.records.new_thread(thread_id, added or None)
+    if request is not None and (identity := request_user(request)) is not None:
+        attach_identity(run["kwargs"]["config"], identity)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
+
+
+async def _authorize_run(
+    request: HTTPConnection | None,
+    run: dict[str, Any],
+    thread: dict[str, Any] | None,
+    if_not_exists: str,
+) -> dict[str, Any]:
+    """Run the ``threads.create_run`` handler; 404 if it filters out ``thread``.
+
+    Answers the metadata keys the handler added to the run's (an owner), which a thread the
+    run creates starts with, as langgraph-api does.
+    """
+    if request is None:
+        return {}
+    before = dict(run["metadata"])
+    value = {**run, "if_not_exists": if_not_exists}
+    flt = await authorize(request, "threads", "create_run", value)
+    if thread is not None and not thread_visible(thread, flt):
+        raise NotFound(f"Thread with ID {thread['thread_id']} not found")
+    after = value.get("metadata")
+    if not isinstance(after, dict):
+        return {}
+    run["metadata"] = after
+    return {k: v for k, v in after.items() if k not in before or before[k] != v}
 
 
 def _inherit_thread_metadata(run: dict[str, Any], thread: dict[str, Any]) -> None:
@@ -191,7 +229,10 @@ async def create(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs``: start a background run."""
     server = await server_of(request)
     run = await start_run(
-        server, await read_json(request, allow_empty=False), request.path_params["thread_id"]
+        server,
+        await read_json(request, allow_empty=False),
+        request.path_params["thread_id"],
+        request,
     )
     return json_response(run, headers={"Content-Location": _location(run, False)})
 
@@ -206,7 +247,7 @@ async def _stream(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
     body = await read_json(request, allow_empty=False)
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request)
     cancel = run["kwargs"]["on_disconnect"] == "cancel"
     location = _location(run, stateless)
     return sse_response(
@@ -224,7 +265,7 @@ async def wait(request: Request) -> Response:
 async def _wait(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
-    run = await start_run(server, await read_json(request, allow_empty=False), thread_id)
+    run = await start_run(server, await read_json(request, allow_empty=False), thread_id, request)
     location = _location(run, stateless)
     output = await server.runs.output(run)
     return json_response(
@@ -235,7 +276,7 @@ async def _wait(
 async def list_runs(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs``: newest first; ``limit``, ``offset``, ``status``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     status = request.query_params.get("status")
     if status is not None and status not in _RUN_STATUSES:
         raise Unprocessable(f"Unknown run status {status!r}")
@@ -244,12 +285,24 @@ async def list_runs(request: Request) -> Response:
     return json_response(runs[offset : offset + limit])
 
 
-async def _run(server: FathomServer, request: Request, scoped: bool) -> dict[str, Any]:
+async def _run(
+    server: FathomServer, request: Request, scoped: bool, action: str = "read"
+) -> dict[str, Any]:
+    """The run; with custom auth, only if its thread's handler for ``action`` lets the caller."""
     thread_id = None
     if scoped:
-        thread_id = (await server.thread(request.path_params["thread_id"]))["thread_id"]
+        thread = await visible_thread(server, request, request.path_params["thread_id"], action)
+        thread_id = thread["thread_id"]
     run_id = check_id(request.path_params["run_id"], "run")
-    return await server.runs.get_run(thread_id, run_id)
+    run = await server.runs.get_run(thread_id, run_id)
+    if not scoped:
+        value = {"thread_id": run["thread_id"], "run_id": run_id}
+        flt = await authorize(request, "threads", action, value)
+        if flt is not None and not thread_visible(
+            await server.records.get_thread(run["thread_id"]), flt
+        ):
+            raise NotFound(f"Run {run_id} not found")
+    return run
 
 
 async def get_run(request: Request) -> Response:
@@ -277,7 +330,7 @@ async def join_stream(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     """``POST .../runs/{run_id}/cancel``: ``wait=1`` blocks until the run stopped."""
     server = await server_of(request)
-    run = await _run(server, request, "thread_id" in request.path_params)
+    run = await _run(server, request, "thread_id" in request.path_params, "update")
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise Unprocessable("'action' must be 'interrupt' or 'rollback'")
@@ -293,7 +346,7 @@ async def cancel(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}/runs/{run_id}``: an active run is cancelled first."""
     server = await server_of(request)
-    run = await _run(server, request, True)
+    run = await _run(server, request, True, "delete")
     if await server.runs.cancel(run["run_id"]):
         await server.runs.wait(run["run_id"])
     await server.records.delete_run(run["run_id"])
@@ -306,7 +359,7 @@ async def create_stateless(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request, allow_empty=False)
     thread_id = opt_str(body, "thread_id")
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request)
     return json_response(run, headers={"Content-Location": _location(run, thread_id is None)})
 
 
@@ -340,7 +393,12 @@ async def cancel_many(request: Request) -> Response:
     candidates = await server.records.list_runs(
         check_id(thread_id, "thread") if thread_id else None
     )
+    flt = await authorize(request, "threads", "update", {"thread_id": thread_id})
     for run in candidates:
+        if flt is not None and not thread_visible(
+            await server.records.get_thread(run["thread_id"]), flt
+        ):
+            continue
         if run["status"] in wanted and (run_ids is None or run["run_id"] in run_ids):
             await server.runs.cancel(run["run_id"], action)
     return Response(status_code=204)

@@ -207,6 +207,7 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
             routes=options.routes,
             replica_database=_postgres_url(options.database),
             lease_seconds=options.lease_seconds,
+            auth=deployment.auth,
         )
         server = uvicorn.Server(uvicorn.Config(
             app, host=options.host, port=options.port, log_level=options.log_level,

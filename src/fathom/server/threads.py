@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import authorize
+from fathom.server.auth.guards import thread_visible, visible_thread
 from fathom.server.checkpoint_copy import copy_thread
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import Conflict, Unprocessable, json_response
@@ -69,8 +71,11 @@ async def create(request: Request) -> Response:
         thread_id = check_id(thread_id, "thread")
     if_exists = opt_enum(body, "if_exists", ("raise", "do_nothing"), "raise")
     metadata = opt_dict(body, "metadata")
+    value = {"thread_id": thread_id, "metadata": dict(metadata or {}), "if_exists": if_exists}
+    flt = await authorize(request, "threads", "create", value)
+    metadata = value["metadata"] or metadata  # with what the handler added (an owner)
     if thread_id is not None and (existing := await server.records.get_thread(thread_id)):
-        if if_exists == "raise":
+        if if_exists == "raise" or not thread_visible(existing, flt):
             raise Conflict(f"Thread {thread_id} already exists")
         return json_response(await _full(server, existing))
     if metadata and "graph_id" in metadata:
@@ -82,15 +87,19 @@ async def create(request: Request) -> Response:
 async def get(request: Request) -> Response:
     """``GET /threads/{thread_id}``."""
     server = await server_of(request)
-    return json_response(await _full(server, await server.thread(request.path_params["thread_id"])))
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
+    return json_response(await _full(server, thread))
 
 
 async def patch(request: Request) -> Response:
     """``PATCH /threads/{thread_id}``: merge ``metadata``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
     body = await read_json(request)
-    thread["metadata"] = {**thread.get("metadata", {}), **(opt_dict(body, "metadata") or {})}
+    value = {"metadata": opt_dict(body, "metadata") or {}}
+    thread = await visible_thread(
+        server, request, request.path_params["thread_id"], "update", value
+    )
+    thread["metadata"] = {**thread.get("metadata", {}), **value["metadata"]}
     thread["updated_at"] = now_iso()
     await server.records.put_thread(thread)
     return json_response(await _full(server, thread))
@@ -99,7 +108,7 @@ async def patch(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: cancels its runs, drops records and checkpoints."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"], "delete")
     for run_id in await server.runs.active_runs(thread["thread_id"]):
         await server.runs.cancel(run_id)
         await server.runs.wait(run_id)
@@ -130,8 +139,14 @@ async def search(request: Request) -> Response:
     )
     order = opt_enum(body, "sort_order", ("asc", "desc"), "desc")
     limit, offset = opt_int(body, "limit", 10), opt_int(body, "offset", 0)
+    flt = await authorize(request, "threads", "search", {
+        "metadata": metadata or {}, "values": values or {}, "status": status,
+        "limit": limit, "offset": offset,
+    })  # fmt: skip
     found = []
     for thread in await server.records.list_threads():
+        if not thread_visible(thread, flt):
+            continue
         if metadata and not _matches(metadata, thread.get("metadata", {})):
             continue
         if status and thread.get("status") != status:
@@ -155,8 +170,14 @@ async def count(request: Request) -> Response:
     body = await read_json(request)
     metadata, values = opt_dict(body, "metadata"), opt_dict(body, "values")
     status = body.get("status")
+    flt = await authorize(request, "threads", "search", {
+        "metadata": metadata or {}, "values": values or {}, "status": status,
+        "limit": 0, "offset": 0,
+    })  # fmt: skip
     n = 0
     for thread in await server.records.list_threads():
+        if not thread_visible(thread, flt):
+            continue
         if metadata and not _matches(metadata, thread.get("metadata", {})):
             continue
         if status and thread.get("status") != status:
@@ -170,7 +191,7 @@ async def count(request: Request) -> Response:
 async def get_state(request: Request) -> Response:
     """``GET /threads/{id}/state`` and ``/state/{checkpoint_id}``; ``POST /state/checkpoint``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     checkpoint: dict[str, Any] | None = None
     subgraphs = request.query_params.get("subgraphs", "false").lower() in ("1", "true")
     if "checkpoint_id" in request.path_params:
@@ -189,7 +210,7 @@ async def get_state(request: Request) -> Response:
 async def update_state(request: Request) -> Response:
     """``POST /threads/{id}/state``: ``values``, ``as_node``, ``checkpoint``/``checkpoint_id``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"], "update")
     if await server.runs.active_runs(thread["thread_id"]):
         raise Conflict("Thread is busy; update its state when its runs have finished")
     body = await read_json(request)
@@ -217,7 +238,7 @@ async def update_state(request: Request) -> Response:
 async def history(request: Request) -> Response:
     """``POST /threads/{id}/history``: ``limit``, ``before``, ``metadata``, ``checkpoint``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     body = await read_json(request)
     limit = opt_int(body, "limit", 10, minimum=1)
     before = body.get("before")
@@ -238,8 +259,10 @@ async def history(request: Request) -> Response:
 async def copy(request: Request) -> Response:
     """``POST /threads/{id}/copy``: a new thread with the same metadata and checkpoints."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
-    new = await server.records.new_thread(None, thread.get("metadata"))
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
+    value = {"thread_id": None, "metadata": dict(thread.get("metadata") or {})}
+    await authorize(request, "threads", "create", value)
+    new = await server.records.new_thread(None, value["metadata"])
     await copy_thread(server.checkpointer, thread["thread_id"], new["thread_id"])
     new["status"] = await server.runs.thread_state_status(new)
     await server.records.put_thread(new)
