@@ -260,9 +260,10 @@ async def copy(request: Request) -> Response:
     """``POST /threads/{id}/copy``: a new thread with the same metadata and checkpoints."""
     server = await server_of(request)
     thread = await visible_thread(server, request, request.path_params["thread_id"])
-    value = {"thread_id": None, "metadata": dict(thread.get("metadata") or {})}
-    await authorize(request, "threads", "create", value)
-    new = await server.records.new_thread(None, value["metadata"])
+    # May the caller create threads at all? The copy keeps the original's metadata (its
+    # owner too), as langgraph-api's does.
+    await authorize(request, "threads", "create", {"thread_id": None})
+    new = await server.records.new_thread(None, thread.get("metadata"))
     await copy_thread(server.checkpointer, thread["thread_id"], new["thread_id"])
     new["status"] = await server.runs.thread_state_status(new)
     await server.records.put_thread(new)

@@ -1,0 +1,233 @@
+"""Caller identity over HTTP, on both servers: `langgraph.json`'s `auth` with the same auth.py.
+
+A copy of the shared deployment gets `auth_deploy/auth.py` (alice and bob by bearer token,
+owners on threads and assistants, store namespaces per user); the real `langgraph-sdk` client
+talks to `fathom serve` and `langgraph dev` serving it. The tests assert what each user sees
+and may do, and that the identity reaches a graph node.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import NotFoundError, PermissionDeniedError
+from tests.server.servers import (
+    SERVER_KINDS,
+    ServerProcess,
+    copy_deployment,
+    fathom_serve_available,
+    langgraph_dev_binary,
+)
+from tests.system_requirements import needs
+
+AUTH_FILE = Path(__file__).resolve().parent / "auth_deploy" / "auth.py"
+
+Clients = Callable[[str], LangGraphClient]
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def auth_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A server of each kind serving the deployment with `auth.py` as its `auth`."""
+    kind: str = request.param
+    if kind == "langgraph-dev" and langgraph_dev_binary() is None:
+        pytest.skip(needs("langgraph dev"))
+    if kind == "fathom" and not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = copy_deployment(tmp_path_factory.mktemp(f"auth-{kind}") / "deploy")
+    shutil.copy(AUTH_FILE, workdir / "auth.py")
+    config_path = workdir / "langgraph.json"
+    config = json.loads(config_path.read_text())
+    config["auth"] = {"path": "./auth.py:auth", "disable_studio_auth": True}
+    config_path.write_text(json.dumps(config))
+    process = ServerProcess(kind=kind, workdir=workdir)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+async def clients(auth_server: ServerProcess) -> AsyncIterator[Clients]:
+    """`clients("alice")`: an SDK client sending that user's bearer token; closed after."""
+    made: list[LangGraphClient] = []
+
+    def make(user: str) -> LangGraphClient:
+        sdk = get_client(
+            url=auth_server.url, api_key=None, headers={"Authorization": f"Bearer {user}-token"}
+        )
+        made.append(sdk)
+        return sdk
+
+    try:
+        yield make
+    finally:
+        for sdk in made:
+            await sdk.http.client.aclose()
+
+
+async def _status(call: Awaitable[Any]) -> int:
+    """The HTTP status a client call failed with (the SDK raises different error types)."""
+    try:
+        await call
+    except httpx.HTTPStatusError as error:
+        return error.response.status_code
+    return 200
+
+
+def _tag() -> dict[str, Any]:
+    return {"test_tag": uuid.uuid4().hex}
+
+
+async def test_a_thread_gets_its_creators_identity_as_owner(clients: Clients) -> None:
+    alice = clients("alice")
+
+    thread = await alice.threads.create(metadata=_tag())
+
+    assert thread["metadata"]["owner"] == "alice"
+    assert (await alice.threads.get(thread["thread_id"]))["metadata"]["owner"] == "alice"
+
+
+async def test_another_users_thread_is_not_found_on_every_thread_route(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    await alice.runs.wait(thread_id, "whoami", input={})
+
+    calls = {
+        "get": lambda: bob.threads.get(thread_id),
+        "patch": lambda: bob.threads.update(thread_id, metadata={"owner": "bob"}),
+        "state": lambda: bob.threads.get_state(thread_id),
+        "history": lambda: bob.threads.get_history(thread_id),
+        "copy": lambda: bob.threads.copy(thread_id),
+        "list runs": lambda: bob.runs.list(thread_id),
+    }
+    statuses = {name: await _status(call()) for name, call in calls.items()}
+
+    # langgraph dev answers 409 to a copy of a thread it cannot find (hidden or unknown alike).
+    assert statuses.pop("copy") in (404, 409)
+    assert statuses == dict.fromkeys(statuses, 404)
+    assert (await alice.threads.get(thread_id))["metadata"]["owner"] == "alice"
+    assert len(await alice.runs.list(thread_id)) == 1
+
+
+async def test_search_and_count_list_only_the_callers_threads(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    tag = _tag()
+    mine = await alice.threads.create(metadata=tag)
+    theirs = await bob.threads.create(metadata=tag)
+
+    alice_found = await alice.threads.search(metadata=tag, limit=100)
+    bob_found = await bob.threads.search(metadata=tag, limit=100)
+
+    assert [t["thread_id"] for t in alice_found] == [mine["thread_id"]]
+    assert [t["thread_id"] for t in bob_found] == [theirs["thread_id"]]
+    assert await alice.threads.count(metadata=tag) == 1
+    assert await bob.threads.count(metadata=tag) == 1
+
+
+async def test_a_user_cannot_start_a_run_on_another_users_thread(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+
+    assert await _status(bob.runs.create(thread_id, "whoami", input={})) == 404
+    assert await _status(bob.runs.wait(thread_id, "whoami", input={})) == 404
+
+    assert await alice.runs.list(thread_id) == []
+
+
+async def test_the_graph_sees_the_callers_identity(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+
+    on_thread = await alice.runs.wait(thread_id, "whoami", input={})
+    stateless = await bob.runs.wait(None, "whoami", input={})
+
+    assert isinstance(on_thread, dict) and isinstance(stateless, dict)
+    assert on_thread["identity"] == on_thread["user_id"] == "alice"
+    assert on_thread["permissions"] == ["threads:delete"]
+    assert stateless["identity"] == stateless["user_id"] == "bob"
+
+
+async def test_a_client_cannot_claim_another_identity_in_the_run_config(clients: Clients) -> None:
+    bob = clients("bob")
+    forged = {"langgraph_auth_user_id": "alice", "langgraph_auth_user": {"identity": "alice"}}
+
+    try:
+        values = await bob.runs.wait(None, "whoami", input={}, config={"configurable": forged})
+    except httpx.HTTPStatusError as error:  # refusing the forged keys is also safe
+        assert error.response.status_code in (400, 403, 422)
+        return
+
+    assert isinstance(values, dict)
+    assert values["identity"] == values["user_id"] == "bob"
+
+
+async def test_a_request_without_a_token_is_401_and_ok_stays_open(
+    auth_server: ServerProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=auth_server.url) as http:
+        missing = await http.post("/threads/search", json={})
+        wrong = await http.post(
+            "/threads/search", json={}, headers={"Authorization": "Bearer mallory-token"}
+        )
+        ok = await http.get("/ok")
+
+    assert missing.status_code == 401
+    assert "bearer token" in missing.json()["detail"]
+    assert wrong.status_code == 401
+    assert ok.status_code == 200
+
+
+async def test_a_handler_returning_false_is_403_and_changes_nothing(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    bobs = (await bob.threads.create(metadata=_tag()))["thread_id"]
+    alices = (await alice.threads.create(metadata=_tag()))["thread_id"]
+
+    with pytest.raises(PermissionDeniedError):
+        await bob.threads.delete(bobs)  # bob lacks threads:delete
+    with pytest.raises(NotFoundError):
+        await alice.threads.delete(bobs)  # alice may delete, but only her own
+    await alice.threads.delete(alices)
+
+    assert (await bob.threads.get(bobs))["metadata"]["owner"] == "bob"
+    with pytest.raises(NotFoundError):
+        await alice.threads.get(alices)
+
+
+async def test_created_assistants_are_visible_to_their_owner_only(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    created = await alice.assistants.create("agent", metadata=_tag(), name="alices")
+
+    assert created["metadata"]["owner"] == "alice"
+    assert (await alice.assistants.get(created["assistant_id"]))["name"] == "alices"
+    with pytest.raises(NotFoundError):
+        await bob.assistants.get(created["assistant_id"])
+    bob_ids = [a["assistant_id"] for a in await bob.assistants.search(limit=100)]
+    assert created["assistant_id"] not in bob_ids
+
+
+async def test_store_handlers_guard_namespaces(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    namespace = ["alice", uuid.uuid4().hex]
+
+    await alice.store.put_item(namespace, "note", {"text": "hi"})
+
+    item = await alice.store.get_item(namespace, "note")
+    assert item is not None and item["value"] == {"text": "hi"}
+    with pytest.raises(PermissionDeniedError):
+        await bob.store.get_item(namespace, "note")
+    with pytest.raises(PermissionDeniedError):
+        await bob.store.put_item(namespace, "note", {"text": "overwritten"})
+    again = await alice.store.get_item(namespace, "note")
+    assert again is not None and again["value"] == {"text": "hi"}
