@@ -102,9 +102,12 @@ async def test_a_thread_gets_its_creators_identity_as_owner(clients: Clients) ->
 async def test_another_users_thread_is_not_found_on_every_thread_route(clients: Clients) -> None:
     alice, bob = clients("alice"), clients("bob")
     thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
-    await alice.runs.wait(thread_id, "whoami", input={})
+    run_id = (await alice.runs.create(thread_id, "whoami", input={}))["run_id"]
+    await alice.runs.join(thread_id, run_id)
 
     calls = {
+        "get run": lambda: bob.runs.get(thread_id, run_id),
+        "join run": lambda: bob.runs.join(thread_id, run_id),
         "get": lambda: bob.threads.get(thread_id),
         "patch": lambda: bob.threads.update(thread_id, metadata={"owner": "bob"}),
         "state": lambda: bob.threads.get_state(thread_id),
@@ -229,5 +232,36 @@ async def test_store_handlers_guard_namespaces(clients: Clients) -> None:
         await bob.store.get_item(namespace, "note")
     with pytest.raises(PermissionDeniedError):
         await bob.store.put_item(namespace, "note", {"text": "overwritten"})
+    with pytest.raises(PermissionDeniedError):
+        await bob.store.search_items(["alice"])
+    found = await alice.store.search_items(namespace)
+    assert [i["key"] for i in found["items"]] == ["note"]
     again = await alice.store.get_item(namespace, "note")
     assert again is not None and again["value"] == {"text": "hi"}
+
+
+def test_with_an_api_key_too_the_key_is_checked_first(tmp_path: Path) -> None:
+    """`fathom serve --api-key` with `auth`: no key is refused before the handler runs; with the
+    key, the handler names the caller (langgraph dev has no API key option)."""
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = copy_deployment(tmp_path / "deploy")
+    shutil.copy(AUTH_FILE, workdir / "auth.py")
+    config = json.loads((workdir / "langgraph.json").read_text())
+    config["auth"] = {"path": "./auth.py:auth"}
+    (workdir / "langgraph.json").write_text(json.dumps(config))
+    process = ServerProcess(kind="fathom", workdir=workdir, extra_args=("--api-key", "k3y"))
+    process.start()
+    try:
+        bearer = {"Authorization": "Bearer alice-token"}
+        with httpx.Client(base_url=process.url) as http:
+            no_key = http.post("/threads", json={}, headers=bearer)
+            no_token = http.post("/threads", json={}, headers={"x-api-key": "k3y"})
+            both = http.post("/threads", json={}, headers={"x-api-key": "k3y", **bearer})
+    finally:
+        process.stop()
+
+    # Without x-api-key the bearer token is taken for the key, and it is the wrong one.
+    assert no_key.status_code == 403 and "API key" in no_key.json()["detail"]
+    assert no_token.status_code == 401 and "bearer token" in no_token.json()["detail"]
+    assert both.status_code == 200 and both.json()["metadata"]["owner"] == "alice"

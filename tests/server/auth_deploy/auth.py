@@ -19,7 +19,11 @@ from langgraph_sdk import Auth
 auth = Auth()
 
 USERS: dict[str, dict[str, Any]] = {
-    "alice-token": {"identity": "alice", "display_name": "Alice", "permissions": ["threads:delete"]},
+    "alice-token": {
+        "identity": "alice",
+        "display_name": "Alice",
+        "permissions": ["threads:delete"],
+    },
     "bob-token": {"identity": "bob", "permissions": []},
 }
 

@@ -5,8 +5,12 @@
 - `authorize` (`authorize`): the ``@auth.on...`` handler for a route's resource and action
   allows, refuses (403) or returns a filter; `matches_filter` (`filters`) applies it.
 - `AuthUser` (`users`): the user as the handlers and the graph (``runtime.server_info.user``)
-  see it, stored in run records as a plain dict; `run_identity` (`run_config`) puts it into a
+  see it, stored in run records as a plain dict; `attach_identity` (`run_config`) puts it into a
   run's ``configurable`` and rebuilds it where the run executes.
+
+Layer: server; it must not import protocols or cli. Its modules import no route module and
+not the server object (``guards`` excepted, which ``__init__`` does not import), so the run
+executor may use `run_config`.
 """
 
 from fathom.server.auth.authenticate import AuthMiddleware, AuthState, auth_state
