@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +34,11 @@ __all__ = ["create_app"]
 
 
 def _security(
-    api_key: str | None, cors_origins: Sequence[str], max_body_bytes: int, auth: Auth | None
+    api_key: str | None,
+    cors_origins: Sequence[str],
+    max_body_bytes: int,
+    auth: Auth | None,
+    loopback_token: str,
 ) -> list[Middleware]:
     from fathom.server.security import security_middleware
 
@@ -43,7 +48,8 @@ def _security(
     if auth is not None:  # inside CORS and the API key, outside the body limit
         from fathom.server.auth import AuthMiddleware
 
-        middleware.insert(len(middleware) - 1, Middleware(AuthMiddleware, auth=auth))
+        guard = Middleware(AuthMiddleware, auth=auth, loopback_token=loopback_token)
+        middleware.insert(len(middleware) - 1, guard)
     return middleware
 
 
@@ -92,6 +98,7 @@ def create_app(
     records = RecordStore(store, cache_threads=queue is None)
     manager = RunManager(registry, records, checkpointer, jobs, queue)
     server = FathomServer(registry, checkpointer, store, records, manager)
+    loopback_token = secrets.token_urlsafe(32)  # proves a call comes from this app's own runs
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -112,7 +119,7 @@ def create_app(
             *routes,
             *web.routes,  # the page at / and its files under /ui/
         ],
-        middleware=_security(api_key, cors_origins, max_body_bytes, auth),
+        middleware=_security(api_key, cors_origins, max_body_bytes, auth, loopback_token),
         exception_handlers={
             ApiError: api_error_handler,
             HTTPException: http_exception_handler,
@@ -121,5 +128,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.fathom = server
+    app.state.loopback_token = loopback_token  # for in_process_client(app, loopback=True)
     register_app(app)  # its runs' async subagents without a url call it in process
     return app

@@ -11,10 +11,19 @@ starts. ``Auth.exceptions.HTTPException`` raised by the handler becomes that sta
 
 `OPEN_PATHS` (``/ok`` and the web page's static shell) skip authentication, as they skip the
 API key; CORS preflights never reach here (the CORS middleware answers them outside).
+
+Loopback calls: code inside one of the app's runs (an async subagent without a url, the parent
+notifier) calls the app in process with ``fathom.hosting.client.in_process_client(app,
+loopback=True)``, which sends the app's secret ``loopback_token`` in ``x-fathom-loopback``.
+Such a request does not go through the authenticate handler (it has no credentials of its
+own): it acts as the user of the run it is made from, read from that run's LangGraph config
+(``langgraph_auth_user``), so a subagent's thread belongs to the user who started the parent.
+A loopback call from outside any run has no user, and no handler runs for it.
 """
 
 from __future__ import annotations
 
+import hmac
 import inspect
 import json
 import logging
@@ -27,6 +36,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import HTTPConnection, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fathom.hosting.client import LOOPBACK_HEADER
 from fathom.server.auth.users import AuthUser, BadUserError, normalize_user
 from fathom.server.security import OPEN_PATHS
 
@@ -115,19 +125,50 @@ async def _send_json(send: Send, status: int, detail: str, headers: dict[str, st
     await send({"type": "http.response.body", "body": payload})
 
 
+def _current_run_user() -> AuthUser | None:
+    """The user of the LangGraph run this code runs in, if any."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return None
+    user = configurable.get("langgraph_auth_user")
+    return user if isinstance(user, AuthUser) else None
+
+
 class AuthMiddleware:
     """Runs the deployment's authenticate handler and records the caller in the scope."""
 
     def __init__(
-        self, app: ASGIApp, *, auth: Auth, open_paths: frozenset[str] = OPEN_PATHS
+        self,
+        app: ASGIApp,
+        *,
+        auth: Auth,
+        loopback_token: str | None = None,
+        open_paths: frozenset[str] = OPEN_PATHS,
     ) -> None:
         check_authenticator(auth)
         self.app = app
         self._auth = auth
+        self._loopback = loopback_token.encode() if loopback_token else None
         self._open_paths = open_paths
+
+    def _is_loopback(self, scope: Scope) -> bool:
+        if self._loopback is None:
+            return False
+        name = LOOPBACK_HEADER.encode()
+        presented = next((v for k, v in scope.get("headers") or [] if k.lower() == name), None)
+        return presented is not None and hmac.compare_digest(presented, self._loopback)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in self._open_paths:
+            await self.app(scope, receive, send)
+            return
+        if self._is_loopback(scope):
+            runner = _current_run_user()
+            granted = tuple(runner.permissions) if runner is not None else ()
+            scope[SCOPE_KEY] = AuthState(self._auth, runner, granted)
             await self.app(scope, receive, send)
             return
         handler = self._auth._authenticate_handler  # pyright: ignore[reportPrivateUsage]
