@@ -94,3 +94,15 @@ async def test_outside_a_run_the_loopback_client_has_no_user_and_others_need_a_t
 
     assert refused.value.response.status_code == 401
     assert forged_answer.status_code == 401
+
+
+async def test_under_an_api_key_a_runs_loopback_call_needs_no_key() -> None:
+    keyed = create_app({"loopback": _GRAPH}, api_key="k3y")
+    async with _as(keyed, {"x-api-key": "k3y"}) as caller:
+        answer = await caller.post("/runs/wait", json={"assistant_id": "loopback", "input": {}})
+    async with _as(keyed, {LOOPBACK_HEADER: "guessed"}) as forged:
+        refused = await forged.post("/threads", json={})
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["owner"] is None  # no custom auth: no owner
+    assert refused.status_code == 401

@@ -43,7 +43,10 @@ def _security(
     from fathom.server.security import security_middleware
 
     middleware = security_middleware(
-        api_key=api_key, cors_origins=cors_origins, max_body_bytes=max_body_bytes
+        api_key=api_key,
+        cors_origins=cors_origins,
+        max_body_bytes=max_body_bytes,
+        loopback_token=loopback_token,
     )
     if auth is not None:  # inside CORS and the API key, outside the body limit
         from fathom.server.auth import AuthMiddleware
