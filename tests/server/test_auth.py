@@ -20,6 +20,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError, PermissionDeniedError
+from tests.postgres import postgres_uri
 from tests.server.servers import (
     SERVER_KINDS,
     ServerProcess,
@@ -28,6 +29,8 @@ from tests.server.servers import (
     langgraph_dev_binary,
 )
 from tests.system_requirements import needs
+
+__all__ = ["postgres_uri"]  # the fixture, imported for the replica test
 
 AUTH_FILE = Path(__file__).resolve().parent / "auth_deploy" / "auth.py"
 
@@ -240,16 +243,62 @@ async def test_store_handlers_guard_namespaces(clients: Clients) -> None:
     assert again is not None and again["value"] == {"text": "hi"}
 
 
-def test_with_an_api_key_too_the_key_is_checked_first(tmp_path: Path) -> None:
-    """`fathom serve --api-key` with `auth`: no key is refused before the handler runs; with the
-    key, the handler names the caller (langgraph dev has no API key option)."""
-    if not fathom_serve_available():
-        pytest.skip("this fathom has no `serve` command")
+def _auth_workdir(tmp_path: Path) -> Path:
     workdir = copy_deployment(tmp_path / "deploy")
     shutil.copy(AUTH_FILE, workdir / "auth.py")
     config = json.loads((workdir / "langgraph.json").read_text())
     config["auth"] = {"path": "./auth.py:auth"}
     (workdir / "langgraph.json").write_text(json.dumps(config))
+    return workdir
+
+
+async def test_on_replicas_the_identity_survives_the_run_queue(
+    tmp_path: Path, postgres_uri: str
+) -> None:
+    """Two `fathom serve` replicas on one PostgreSQL: a run queued as JSON still knows its
+    caller wherever it executes, and either replica hides alice's thread from bob."""
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = _auth_workdir(tmp_path)
+    replicas = [
+        ServerProcess(kind="fathom", workdir=workdir, name=name,
+                      extra_args=("--database", postgres_uri))
+        for name in ("-a", "-b")
+    ]  # fmt: skip
+    made: list[LangGraphClient] = []
+
+    def client(replica: ServerProcess, user: str) -> LangGraphClient:
+        made.append(get_client(url=replica.url, api_key=None,
+                               headers={"Authorization": f"Bearer {user}-token"}))  # fmt: skip
+        return made[-1]
+
+    try:
+        for replica in replicas:
+            replica.start()
+        alice_a, alice_b = client(replicas[0], "alice"), client(replicas[1], "alice")
+        bob_b = client(replicas[1], "bob")
+        thread_id = (await alice_a.threads.create(metadata=_tag()))["thread_id"]
+        values = [await sdk.runs.wait(thread_id, "whoami", input={}) for sdk in (alice_a, alice_b)]
+        bob_get = await _status(bob_b.threads.get(thread_id))
+        bob_run = await _status(bob_b.runs.wait(thread_id, "whoami", input={}))
+    finally:
+        for sdk in made:
+            await sdk.http.client.aclose()
+        for replica in replicas:
+            replica.stop()
+
+    for answer in values:
+        assert isinstance(answer, dict)
+        assert answer["identity"] == answer["user_id"] == "alice"
+    assert (bob_get, bob_run) == (404, 404)
+
+
+def test_with_an_api_key_too_the_key_is_checked_first(tmp_path: Path) -> None:
+    """`fathom serve --api-key` with `auth`: no key is refused before the handler runs; with the
+    key, the handler names the caller (langgraph dev has no API key option)."""
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = _auth_workdir(tmp_path)
     process = ServerProcess(kind="fathom", workdir=workdir, extra_args=("--api-key", "k3y"))
     process.start()
     try:
