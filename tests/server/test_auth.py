@@ -314,3 +314,22 @@ def test_with_an_api_key_too_the_key_is_checked_first(tmp_path: Path) -> None:
     assert no_key.status_code == 403 and "API key" in no_key.json()["detail"]
     assert no_token.status_code == 401 and "bearer token" in no_token.json()["detail"]
     assert both.status_code == 200 and both.json()["metadata"]["owner"] == "alice"
+
+
+async def test_a_stateless_run_stays_its_callers_after_its_thread_is_gone(
+    auth_server: ServerProcess,
+) -> None:
+    """fathom's Agent Protocol run routes (`/runs/{run_id}/wait`, which langgraph dev does
+    not serve): the run's own owner decides, also while or after its temporary thread goes."""
+    if auth_server.kind != "fathom":
+        pytest.skip("langgraph dev has no /runs/{run_id} routes")
+    alice = {"Authorization": "Bearer alice-token"}
+    bob = {"Authorization": "Bearer bob-token"}
+    async with httpx.AsyncClient(base_url=auth_server.url, timeout=60) as http:
+        run = (await http.post("/runs", json={"assistant_id": "whoami", "input": {}},
+                               headers=alice)).json()  # fmt: skip
+        mine = await http.get(f"/runs/{run['run_id']}/wait", headers=alice)
+        theirs = await http.get(f"/runs/{run['run_id']}/wait", headers=bob)
+
+    assert mine.status_code == 200 and mine.json()["identity"] == "alice"
+    assert theirs.status_code == 404

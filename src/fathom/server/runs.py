@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fathom.server.auth.authorize import authorize, request_user
-from fathom.server.auth.guards import thread_visible, visible_thread
+from fathom.server.auth.guards import run_visible, thread_visible, visible_thread
 from fathom.server.auth.run_config import attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
@@ -298,8 +298,8 @@ async def _run(
     if not scoped:
         value = {"thread_id": run["thread_id"], "run_id": run_id}
         flt = await authorize(request, "threads", action, value)
-        if flt is not None and not thread_visible(
-            await server.records.get_thread(run["thread_id"]), flt
+        if flt is not None and not run_visible(
+            run, await server.records.get_thread(run["thread_id"]), flt
         ):
             raise NotFound(f"Run {run_id} not found")
     return run
@@ -395,8 +395,8 @@ async def cancel_many(request: Request) -> Response:
     )
     flt = await authorize(request, "threads", "update", {"thread_id": thread_id})
     for run in candidates:
-        if flt is not None and not thread_visible(
-            await server.records.get_thread(run["thread_id"]), flt
+        if flt is not None and not run_visible(
+            run, await server.records.get_thread(run["thread_id"]), flt
         ):
             continue
         if run["status"] in wanted and (run_ids is None or run["run_id"] in run_ids):

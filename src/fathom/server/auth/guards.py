@@ -16,7 +16,7 @@ from fathom.server.auth.filters import matches_filter
 from fathom.server.context import FathomServer
 from fathom.server.errors import NotFound
 
-__all__ = ["thread_visible", "visible_assistant", "visible_thread"]
+__all__ = ["run_visible", "thread_visible", "visible_assistant", "visible_thread"]
 
 
 def thread_visible(thread: dict[str, Any] | None, flt: Filter | None) -> bool:
@@ -24,6 +24,15 @@ def thread_visible(thread: dict[str, Any] | None, flt: Filter | None) -> bool:
     if flt is None:
         return True
     return thread is not None and matches_filter(thread.get("metadata") or {}, flt)
+
+
+def run_visible(run: dict[str, Any], thread: dict[str, Any] | None, flt: Filter | None) -> bool:
+    """Whether ``run`` passes ``flt``: by its thread, or by its own metadata once a stateless
+    run's temporary thread is gone (the ``create_run`` handler's owner is there too)."""
+    if flt is None:
+        return True
+    record = thread if thread is not None else {"metadata": run.get("metadata") or {}}
+    return thread_visible(record, flt)
 
 
 async def visible_thread(
