@@ -333,3 +333,22 @@ async def test_a_stateless_run_stays_its_callers_after_its_thread_is_gone(
 
     assert mine.status_code == 200 and mine.json()["identity"] == "alice"
     assert theirs.status_code == 404
+
+
+def test_custom_auth_lets_fathom_serve_listen_beyond_loopback_without_a_key(
+    tmp_path: Path,
+) -> None:
+    """Without `auth`, `--host 0.0.0.0` needs `--api-key`; the handlers guard the server too."""
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    process = ServerProcess(kind="fathom", workdir=_auth_workdir(tmp_path),
+                            extra_args=("--host", "0.0.0.0"))  # fmt: skip
+    process.start()
+    try:
+        with httpx.Client(base_url=process.url) as http:
+            anonymous = http.post("/threads", json={})
+    finally:
+        process.stop()
+
+    assert anonymous.status_code == 401
+    assert "auth handlers from langgraph.json" in process.log()
