@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.server.servers import (
     SERVER_KINDS,
     ServerProcess,
     copy_deployment,
+    fathom_binary,
     fathom_serve_available,
     langgraph_dev_binary,
 )
@@ -352,3 +354,23 @@ def test_custom_auth_lets_fathom_serve_listen_beyond_loopback_without_a_key(
 
     assert anonymous.status_code == 401
     assert "auth handlers from langgraph.json" in process.log()
+
+
+def test_an_auth_without_an_authenticate_handler_may_not_listen_beyond_loopback(
+    tmp_path: Path,
+) -> None:
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = _auth_workdir(tmp_path)
+    (workdir / "auth.py").write_text(
+        "from langgraph_sdk import Auth\n\nauth = Auth()\n\n\n"
+        "@auth.on\nasync def allow(ctx, value):\n    return True\n"
+    )
+    result = subprocess.run(
+        [str(fathom_binary()), "serve", "--config", str(workdir / "langgraph.json"),
+         "--host", "0.0.0.0", "--port", "0"],
+        cwd=workdir, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert "no @auth.authenticate handler" in result.stderr

@@ -142,6 +142,18 @@ def _check(options: ServeOptions) -> Path:
     return config.resolve()
 
 
+def _check_auth(options: ServeOptions, auth: Any) -> None:
+    """An `auth` without an authenticate handler names nobody, so it guards nothing."""
+    if auth is None or options.api_key or is_loopback(options.host):
+        return
+    if getattr(auth, "_authenticate_handler", None) is None:
+        raise ServeError(
+            f"refusing to listen on {options.host}: langgraph.json's `auth` has no "
+            "@auth.authenticate handler, so every caller would be let in. Add one, set "
+            f"--api-key KEY or {API_KEY_ENV}=KEY, or bind to 127.0.0.1."
+        )
+
+
 def _check_workers(options: ServeOptions) -> None:
     if options.workers < 1:
         raise ServeError(f"--workers must be at least 1, not {options.workers}")
@@ -202,6 +214,7 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
     async with AsyncExitStack() as stack:
         _lock_storage(stack, options.database, state_dir)  # before anything reads the storage
         deployment = load_deployment(config_path)
+        _check_auth(options, deployment.auth)
         for line in deployment.ignored:
             print(f"fathom serve: {config_path.name}: {line}", file=sys.stderr)
         origins = tuple(dict.fromkeys((*deployment.cors_origins, *options.cors_origins)))
