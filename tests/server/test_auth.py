@@ -318,23 +318,25 @@ def test_with_an_api_key_too_the_key_is_checked_first(tmp_path: Path) -> None:
     assert both.status_code == 200 and both.json()["metadata"]["owner"] == "alice"
 
 
-async def test_a_stateless_run_stays_its_callers_after_its_thread_is_gone(
+async def test_a_stateless_run_is_joined_by_its_caller_only(
     auth_server: ServerProcess,
 ) -> None:
     """fathom's Agent Protocol run routes (`/runs/{run_id}/wait`, which langgraph dev does
-    not serve): the run's own owner decides, also while or after its temporary thread goes."""
+    not serve): the run's thread carries its caller as owner."""
     if auth_server.kind != "fathom":
         pytest.skip("langgraph dev has no /runs/{run_id} routes")
     alice = {"Authorization": "Bearer alice-token"}
     bob = {"Authorization": "Bearer bob-token"}
+    body = {"assistant_id": "whoami", "input": {}, "on_completion": "keep"}
     async with httpx.AsyncClient(base_url=auth_server.url, timeout=60) as http:
-        run = (await http.post("/runs", json={"assistant_id": "whoami", "input": {}},
-                               headers=alice)).json()  # fmt: skip
+        run = (await http.post("/runs", json=body, headers=alice)).json()
         mine = await http.get(f"/runs/{run['run_id']}/wait", headers=alice)
         theirs = await http.get(f"/runs/{run['run_id']}/wait", headers=bob)
+        thread = await http.get(f"/threads/{run['thread_id']}", headers=alice)
 
     assert mine.status_code == 200 and mine.json()["identity"] == "alice"
     assert theirs.status_code == 404
+    assert thread.json()["metadata"]["owner"] == "alice"
 
 
 def test_custom_auth_lets_fathom_serve_listen_beyond_loopback_without_a_key(
