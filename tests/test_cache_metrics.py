@@ -155,3 +155,14 @@ def test_the_summary_reads_what_the_server_recorded_in_thread_metadata() -> None
                          "cached_share": 0.5, "prefix_chars": 4000}}
     line = sticky_summary(metadata).splitlines()[-1]
     assert line.split() == ["main", "5", "75.0%", "25.0%", "50.0%", "1,000"]
+
+
+def test_a_request_s_head_follows_its_tools_even_after_the_caller_changes_them() -> None:
+    """Heads are remembered between requests; a changed tool list renders anew."""
+    tools: list[dict[str, Any]] = [{"name": "lookup", "parameters": {"type": "object"}}]
+    first = "".join(request_pieces([SystemMessage("S"), HumanMessage("hi")], tools))
+    tools[0]["name"] = "search"  # the same list object, changed in place
+    second = "".join(request_pieces([SystemMessage("S"), HumanMessage("hi")], tools))
+    assert '"lookup"' in first and '"search"' not in first
+    assert '"search"' in second and '"lookup"' not in second
+    assert json.loads(second)[1] == {"tools": tools}

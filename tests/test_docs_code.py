@@ -409,6 +409,20 @@ def _server(ctx: Context) -> Setup:
     return Setup(urls={"http://127.0.0.1:2024": url}, check=check)
 
 
+@setup("crons")
+def _crons(ctx: Context) -> Setup:
+    """`fathom serve` at `http://127.0.0.1:2024`, as for `server`; the block's cron is gone
+    after it ran."""
+    agent, _ = _served_agent()
+    url = ctx.stack.enter_context(serving({"agent": agent}))
+
+    def check(ns: dict[str, Any]) -> None:
+        assert ns["paused"]["enabled"] is False
+        assert ns["remaining"] == 0
+
+    return Setup(urls={"http://127.0.0.1:2024": url}, check=check)
+
+
 MCP_TOOLS_SERVER = ROOT / "tests" / "protocols" / "mcp" / "servers" / "tools_server.py"
 
 

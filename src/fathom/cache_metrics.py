@@ -86,8 +86,24 @@ def _render(message: BaseMessage) -> str:
     })
 
 
+_RECENT_HEADS: list[tuple[str | None, list[Any], str]] = []
+"""The last few rendered heads: every run of one agent starts with the same system prompt
+and tools, and comparing them is much cheaper than rendering them again."""
+_KEPT_HEADS = 8
+
+
 def _head(system: str | None, tools: Sequence[Any]) -> str:
-    return f'[{{"system":{_dumps(system)}}},{{"tools":{_dumps(list(tools))}}},{{"messages":['
+    tools = list(tools)
+    for known_system, known_tools, head in _RECENT_HEADS:
+        if known_system == system and known_tools == tools:
+            return head
+    rendered_tools = _dumps(tools)
+    head = f'[{{"system":{_dumps(system)}}},{{"tools":{rendered_tools}}},{{"messages":['
+    # the key is a copy made from the rendering: a caller changing its tool dicts later
+    # cannot change it (tools that are not plain JSON never compare equal to it: a miss)
+    key = (system, json.loads(rendered_tools), head)
+    _RECENT_HEADS[:] = [key, *_RECENT_HEADS[: _KEPT_HEADS - 1]]
+    return head
 
 
 def request_pieces(

@@ -161,9 +161,24 @@ def test_symlinked_root_is_resolved_and_usable(tmp_path: Path, root: Path) -> No
     assert (root / "a.txt").read_text() == "x"
 
 
-def test_missing_root_is_a_value_error(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="does not exist"):
-        FilesystemBackend(tmp_path / "nope")
+def test_a_missing_root_reads_as_empty_and_is_made_at_the_first_write(tmp_path: Path) -> None:
+    """The reference accepts a root that does not exist yet; so does fathom."""
+    backend = FilesystemBackend(tmp_path / "nope" / "root")
+    assert backend.read("/a.txt").error is not None
+    assert not (tmp_path / "nope").exists()  # reading made nothing
+    assert backend.write("/d/a.txt", "hi").error is None
+    assert (tmp_path / "nope" / "root" / "d" / "a.txt").read_text() == "hi"
+
+
+def test_a_missing_root_that_becomes_a_link_out_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    backend = FilesystemBackend(tmp_path / "root")
+    (tmp_path / "root").symlink_to(outside)  # swapped in after the backend resolved its root
+    assert backend.write("/a.txt", "x").error is not None
+    assert list(outside.iterdir()) == []
 
 
 def test_file_root_is_a_value_error(tmp_path: Path) -> None:

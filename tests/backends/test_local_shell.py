@@ -109,8 +109,10 @@ def test_constructor_validates(tmp_path: Path) -> None:
         LocalShellBackend(tmp_path, timeout=0)
     with pytest.raises(ValueError, match="max_output_bytes"):
         LocalShellBackend(tmp_path, max_output_bytes=0)
-    with pytest.raises(ValueError, match="does not exist"):
-        LocalShellBackend(tmp_path / "missing")
+    missing = LocalShellBackend(tmp_path / "missing")  # accepted, as by the reference
+    result = missing.execute("echo hi")
+    assert result.exit_code == 1
+    assert "No such file or directory" in result.output
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:

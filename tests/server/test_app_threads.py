@@ -159,14 +159,14 @@ async def test_count_threads_and_assistants() -> None:
     assert await client.assistants.count(graph_id="ask") == 1
 
 
-async def test_bulk_cancel_stops_every_run_of_a_thread() -> None:
+async def test_bulk_cancel_stops_the_given_runs_of_a_thread() -> None:
     gate = GatedGraph()
     client = in_process_client(create_app({"g": gate.graph()}))
     tid = (await client.threads.create())["thread_id"]
     first = await client.runs.create(tid, "g", input={"x": 1})
     queued = await client.runs.create(tid, "g", input={"x": 2})
     await until(lambda: gate.started == [1], "first run to start")
-    await client.runs.cancel_many(thread_id=tid)
+    await client.runs.cancel_many(thread_id=tid, run_ids=[first["run_id"], queued["run_id"]])
     for run in (first, queued):
         await client.runs.join(tid, run["run_id"])
         assert (await client.runs.get(tid, run["run_id"]))["status"] == "interrupted"

@@ -239,7 +239,9 @@ class FilesystemBackend(protocol.BackendProtocol):
     Args:
         root_dir: The root directory; `None` means the current working directory. A relative
             path is taken from the current working directory. It is resolved once
-            (`os.path.realpath`), and must exist and be a directory (else `ValueError`).
+            (`os.path.realpath`), and must be a directory if it exists (else `ValueError`).
+            A root that does not exist yet reads as empty and is made at the first write,
+            as the reference's backend does.
         virtual_mode: `True` (the default) confines the agent to `root_dir`: every path is
             a virtual absolute path anchored at the root (`/a/b.txt` is `<root>/a/b.txt`,
             `a.txt` is `/a.txt`), `..` above the root, `~`, NUL bytes and backslashes are
@@ -317,9 +319,7 @@ class FilesystemBackend(protocol.BackendProtocol):
             root = os.path.realpath(raw)
         except (OSError, ValueError) as error:
             raise ValueError(f"root_dir {raw!r} cannot be used: {error}") from error
-        if not os.path.exists(root):
-            raise ValueError(f"root_dir {raw!r} does not exist; create the directory first.")
-        if not os.path.isdir(root):
+        if os.path.exists(root) and not os.path.isdir(root):
             raise ValueError(f"root_dir {raw!r} is not a directory.")
         if not max_file_size_mb > 0:
             raise ValueError(f"max_file_size_mb must be positive, not {max_file_size_mb!r}.")
@@ -437,6 +437,8 @@ class FilesystemBackend(protocol.BackendProtocol):
 
         Raises `Escape` (a link leads out of the root) or `OSError`.
         """
+        if create:
+            self._make_root_if_missing()
         root_fd = self._resolver.open_root()
         try:
             dir_fd, name = self._resolver.resolve(
@@ -448,6 +450,18 @@ class FilesystemBackend(protocol.BackendProtocol):
             yield dir_fd, name
         finally:
             os.close(dir_fd)
+
+    def _make_root_if_missing(self) -> None:
+        """Create a root that did not exist yet, at the first write (as the reference does).
+
+        Raises `Escape` when the path made is not the root resolved at construction (a link
+        put on the way since), so nothing is written elsewhere.
+        """
+        if os.path.lexists(self.root_dir):
+            return
+        os.makedirs(self.root_dir, exist_ok=True)
+        if os.path.realpath(self.root_dir) != self.root_dir:
+            raise Escape(self.root_dir)
 
     def resolved_path(self, path: str) -> str | None:
         """The path the operation would really touch, in the form results use.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,20 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from fathom.hosting.loopback import register_app
-from fathom.server import assistants, protocol_aliases, runs, store_routes, system, threads, web
+from fathom.server import (
+    assistants,
+    protocol_aliases,
+    run_batch,
+    runs,
+    store_routes,
+    stream_v2,
+    system,
+    thread_prune,
+    thread_stream,
+    threads,
+    web,
+)
+from fathom.server import crons as cron_api
 from fathom.server.context import FathomServer
 from fathom.server.errors import (
     ApiError,
@@ -26,6 +40,7 @@ from fathom.server.errors import (
     http_exception_handler,
     unhandled_error_handler,
 )
+from fathom.server.execution.cron_scheduler import CronScheduler
 from fathom.server.execution.manager import RunManager
 from fathom.server.graphs import GraphRegistry, GraphSource
 from fathom.server.records import RecordStore
@@ -100,23 +115,33 @@ def create_app(
     # Replicas write each other's thread records: none may keep copies of them.
     records = RecordStore(store, cache_threads=queue is None)
     manager = RunManager(registry, records, checkpointer, jobs, queue)
-    server = FathomServer(registry, checkpointer, store, records, manager)
+    cron_store = cron_api.cron_store(store, replica_database)
+    server = FathomServer(registry, checkpointer, store, records, manager, cron_store)
+    scheduler = CronScheduler(cron_store, functools.partial(cron_api.fire, server))
     loopback_token = secrets.token_urlsafe(32)  # proves a call comes from this app's own runs
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await server.runs.start()
+        await scheduler.start()  # crons fire while the server serves
         try:
             yield
         finally:
+            await scheduler.stop()
             await server.runs.shutdown()
+            await cron_store.close()
 
     app = Starlette(
         routes=[
             *system.routes,
             *assistants.routes,
             *threads.routes,
+            *thread_prune.routes,
+            *cron_api.routes,  # before runs' routes: /runs/crons is not a run id
+            *thread_stream.routes,
+            *stream_v2.routes,
             *runs.routes,
+            *run_batch.routes,
             *protocol_aliases.routes,
             *store_routes.routes,
             *routes,

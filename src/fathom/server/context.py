@@ -11,6 +11,7 @@ from langgraph.store.base import BaseStore
 from starlette.requests import Request
 
 from fathom.server.errors import NotFound, Unprocessable
+from fathom.server.execution.cron_store import CronStore
 from fathom.server.execution.manager import RunManager
 from fathom.server.graphs import GraphRegistry
 from fathom.server.records import RecordStore
@@ -21,13 +22,14 @@ __all__ = ["FathomServer", "server_of"]
 
 @dataclass
 class FathomServer:
-    """Graphs, storage, records and the run manager of one app."""
+    """Graphs, storage, records, the run manager and the crons of one app."""
 
     registry: GraphRegistry
     checkpointer: BaseCheckpointSaver[Any]
     store: BaseStore
     records: RecordStore
     runs: RunManager
+    crons: CronStore
 
     async def thread(self, thread_id: str) -> dict[str, Any]:
         """The thread record; 422 for a malformed id, 404 if unknown."""

@@ -8,6 +8,7 @@ body, which makes them the Agent Protocol's own ``POST /runs`` family.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,11 +19,12 @@ from starlette.routing import Route
 
 from fathom.server.auth.authorize import authorize, request_user
 from fathom.server.auth.guards import run_visible, thread_visible, visible_thread
-from fathom.server.auth.run_config import attach_identity
+from fathom.server.auth.run_config import Identity, attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
 from fathom.server.records import now_iso
 from fathom.server.sse import frame, sse_response
+from fathom.server.stream_params import last_event_index, query_modes
 from fathom.server.validation import (
     check_id,
     opt_bool,
@@ -35,7 +37,7 @@ from fathom.server.validation import (
     read_json,
 )
 
-__all__ = ["routes", "start_run"]
+__all__ = ["check_run_body", "parse_stateless", "routes", "start_run", "submit_stateless"]
 
 _STREAM_MODES = (
     "values",
@@ -49,6 +51,7 @@ _STREAM_MODES = (
     "checkpoints",
 )
 _STRATEGIES = ("reject", "interrupt", "rollback", "enqueue")
+_CANCEL_STATUSES = ("pending", "running", "all")
 _RUN_STATUSES = ("pending", "running", "success", "error", "timeout", "interrupted")
 
 
@@ -69,7 +72,12 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _parse(
-    server: FathomServer, body: dict[str, Any], thread_id: str, *, temporary: bool
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str,
+    *,
+    temporary: bool,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     if not (requested := opt_str(body, "assistant_id")):
         raise Unprocessable("'assistant_id' is required")
@@ -91,7 +99,7 @@ async def _parse(
     metadata = opt_dict(body, "metadata") or {}
     stamp = now_iso()
     return {
-        "run_id": server.runs.new_run_id(),
+        "run_id": run_id or server.runs.new_run_id(),
         "thread_id": thread_id,
         "assistant_id": assistant_id,
         "metadata": {**metadata, "graph_id": graph_id, "assistant_id": assistant_id},
@@ -120,37 +128,89 @@ async def _parse(
     }
 
 
+async def check_run_body(server: FathomServer, body: dict[str, Any]) -> None:
+    """Raise the error `start_run` would answer for ``body`` (a cron checks its payload)."""
+    await _parse(server, body, str(uuid.uuid4()), temporary=False)
+
+
 async def start_run(
     server: FathomServer,
     body: dict[str, Any],
     thread_id: str | None,
+    run_id: str | None = None,
+    *,
     request: HTTPConnection | None = None,
+    identity: Identity | None = None,
 ) -> dict[str, Any]:
-    """Validate ``body``, find or create the thread, and submit the run.
+    """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
     With ``request`` and custom auth, the ``threads.create_run`` handler decides (a thread it
-    filters out is a 404), and the caller's identity goes into the run's config.
+    filters out is a 404), and the caller's identity goes into the run's config. Without a
+    request, ``identity`` (a cron's creator) is the one the run gets.
     """
     if thread_id is None:
-        on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
-        run = await _parse(server, body, str(uuid.uuid4()), temporary=on_completion == "delete")
-        added = await _authorize_run(request, run, None, "create")
-        metadata = {**(opt_dict(body, "metadata") or {}), **added}
-        thread = await server.records.new_thread(run["thread_id"], metadata or None)
-    else:
-        thread_id = check_id(thread_id, "thread")
-        existing = await server.records.get_thread(thread_id)
-        if_not_exists = opt_enum(body, "if_not_exists", ("reject", "create"), "reject")
-        if existing is None and if_not_exists != "create":
-            raise NotFound(f"Thread with ID {thread_id} not found")
-        run = await _parse(server, body, thread_id, temporary=False)
-        added = await _authorize_run(request, run, existing, if_not_exists)
-        thread = existing or await server.records.new_thread(thread_id, added or None)
-    if request is not None and (identity := request_user(request)) is not None:
-        attach_identity(run["kwargs"]["config"], identity)
+        parsed = await parse_stateless(server, body, run_id, request=request, identity=identity)
+        return await submit_stateless(server, parsed)
+    thread_id = check_id(thread_id, "thread")
+    existing = await server.records.get_thread(thread_id)
+    if_not_exists = opt_enum(body, "if_not_exists", ("reject", "create"), "reject")
+    if existing is None and if_not_exists != "create":
+        raise NotFound(f"Thread with ID {thread_id} not found")
+    run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
+    added = await _authorize_run(request, run, existing, if_not_exists)
+    thread = existing or await server.records.new_thread(thread_id, added or None)
+    _attach_caller(run, request, identity)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatelessRun:
+    """A checked stateless run, not yet written: its record and its temporary thread's metadata."""
+
+    run: dict[str, Any]
+    thread_metadata: dict[str, Any] | None
+
+
+async def parse_stateless(
+    server: FathomServer,
+    body: dict[str, Any],
+    run_id: str | None = None,
+    *,
+    request: HTTPConnection | None = None,
+    identity: Identity | None = None,
+) -> StatelessRun:
+    """Check a stateless run's ``body`` and build its run record; nothing is written yet.
+
+    With ``request`` and custom auth, the ``threads.create_run`` handler has allowed it (or
+    raised), and what it added to the metadata (an owner) is the temporary thread's too.
+    """
+    on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
+    temporary = on_completion == "delete"
+    run = await _parse(server, body, str(uuid.uuid4()), temporary=temporary, run_id=run_id)
+    added = await _authorize_run(request, run, None, "create")
+    _attach_caller(run, request, identity)
+    metadata = {**(opt_dict(body, "metadata") or {}), **added}
+    return StatelessRun(run, metadata or None)
+
+
+async def submit_stateless(server: FathomServer, parsed: StatelessRun) -> dict[str, Any]:
+    """Create the temporary thread of a run from :func:`parse_stateless` and submit it."""
+    run = parsed.run
+    thread = await server.records.new_thread(run["thread_id"], parsed.thread_metadata)
+    _inherit_thread_metadata(run, thread)
+    return await server.runs.submit(run, thread)
+
+
+def _attach_caller(
+    run: dict[str, Any], request: HTTPConnection | None, identity: Identity | None
+) -> None:
+    """Put the request's caller (else ``identity``) into the run's config, when there is one."""
+    if request is not None:
+        identity = request_user(request)
+    if identity is not None:
+        attach_identity(run["kwargs"]["config"], identity)
 
 
 async def _authorize_run(
@@ -206,7 +266,7 @@ async def _events(
     after: int,
     cancel_on_disconnect: bool,
 ) -> AsyncIterator[bytes]:
-    stream = await server.runs.stream(run["run_id"])
+    stream = await server.runs.stream(run)
     if stream is None:
         return
     finished = False
@@ -219,11 +279,6 @@ async def _events(
             await server.runs.cancel(run["run_id"])
 
 
-def _last_event_id(request: Request) -> int:
-    raw = request.headers.get("last-event-id")
-    return int(raw) if raw and raw.isdigit() else -1
-
-
 # thread-scoped
 async def create(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs``: start a background run."""
@@ -232,7 +287,7 @@ async def create(request: Request) -> Response:
         server,
         await read_json(request, allow_empty=False),
         request.path_params["thread_id"],
-        request,
+        request=request,
     )
     return json_response(run, headers={"Content-Location": _location(run, False)})
 
@@ -247,7 +302,7 @@ async def _stream(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
     body = await read_json(request, allow_empty=False)
-    run = await start_run(server, body, thread_id, request)
+    run = await start_run(server, body, thread_id, request=request)
     cancel = run["kwargs"]["on_disconnect"] == "cancel"
     location = _location(run, stateless)
     return sse_response(
@@ -265,7 +320,9 @@ async def wait(request: Request) -> Response:
 async def _wait(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
-    run = await start_run(server, await read_json(request, allow_empty=False), thread_id, request)
+    run = await start_run(
+        server, await read_json(request, allow_empty=False), thread_id, request=request
+    )
     location = _location(run, stateless)
     output = await server.runs.output(run)
     return json_response(
@@ -322,9 +379,14 @@ async def join_stream(request: Request) -> Response:
     """``GET .../runs/{run_id}/stream``: replay and follow the run's events."""
     server = await server_of(request)
     run = await _run(server, request, "thread_id" in request.path_params)
-    modes = request.query_params.getlist("stream_mode") or None
+    modes = query_modes(request, "stream_mode", _STREAM_MODES)
+    after = last_event_index(request)
     cancel = query_bool(request, "cancel_on_disconnect")
-    return sse_response(_events(server, run, modes, _last_event_id(request), cancel))
+    location = _location(run, "thread_id" not in request.path_params)
+    return sse_response(
+        _events(server, run, modes, after, cancel),
+        {"Location": f"{location}/stream", "Content-Location": location},
+    )
 
 
 async def cancel(request: Request) -> Response:
@@ -359,7 +421,7 @@ async def create_stateless(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request, allow_empty=False)
     thread_id = opt_str(body, "thread_id")
-    run = await start_run(server, body, thread_id, request)
+    run = await start_run(server, body, thread_id, request=request)
     return json_response(run, headers={"Content-Location": _location(run, thread_id is None)})
 
 
@@ -378,29 +440,40 @@ async def wait_stateless(request: Request) -> Response:
 
 
 async def cancel_many(request: Request) -> Response:
-    """``POST /runs/cancel``: ``thread_id``, ``run_ids`` and/or ``status`` (pending|running|all)."""
+    """``POST /runs/cancel``: ``status`` (pending|running|all, every thread), or ``thread_id``
+    with ``run_ids``; as on langgraph-api, 404 when none of the chosen runs is active."""
     server = await server_of(request)
     body = await read_json(request)
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise Unprocessable("'action' must be 'interrupt' or 'rollback'")
-    thread_id = opt_str(body, "thread_id")
-    run_ids = opt_str_list(body, "run_ids")
-    status = opt_enum(body, "status", ("pending", "running", "all"), "all")
-    if thread_id is None and run_ids is None and "status" not in body:
-        raise Unprocessable("Pass 'thread_id', 'run_ids' or 'status'")
-    wanted = ("pending", "running") if status == "all" else (status,)
-    candidates = await server.records.list_runs(
-        check_id(thread_id, "thread") if thread_id else None
-    )
+    thread_id, run_ids = opt_str(body, "thread_id"), opt_str_list(body, "run_ids")
+    status = opt_str(body, "status")
+    if status is not None:
+        status = opt_enum({"status": status.lower()}, "status", _CANCEL_STATUSES, "all")
+        if thread_id is not None or run_ids is not None:
+            raise Unprocessable(
+                "Pass either 'status' (which cancels the runs of every thread) or "
+                "'thread_id' with 'run_ids', not both"
+            )
+        wanted = ("pending", "running") if status == "all" else (status,)
+        candidates = [r for s in wanted for r in await server.records.list_runs(status=s)]
+    else:
+        if thread_id is None or run_ids is None:
+            raise Unprocessable("Pass 'status', or both 'thread_id' and 'run_ids'")
+        ids = {check_id(run_id, "run") for run_id in run_ids}
+        runs = await server.records.list_runs(check_id(thread_id, "thread"))
+        candidates = [r for r in runs if r["run_id"] in ids]
     flt = await authorize(request, "threads", "update", {"thread_id": thread_id})
+    cancelled = 0
     for run in candidates:
         if flt is not None and not run_visible(
             run, await server.records.get_thread(run["thread_id"]), flt
         ):
-            continue
-        if run["status"] in wanted and (run_ids is None or run["run_id"] in run_ids):
-            await server.runs.cancel(run["run_id"], action)
+            continue  # another caller's run: as if it did not exist
+        cancelled += await server.runs.cancel(run["run_id"], action)
+    if not cancelled:
+        raise NotFound("No active runs matched: they are unknown, finished or deleted")
     return Response(status_code=204)
 
 

@@ -207,7 +207,9 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
     from fathom.server.app import create_app
     from fathom.server.deployment import load_deployment
     from fathom.server.storage import open_storage
+    from fathom.tracing import inline_hops
 
+    inline_hops.install()  # this process is fathom's: LangSmith's untraced hops stay inline
     state_dir = config_path.parent / ".fathom"
     if options.worker_socket is not None:
         _stop_with_parent()

@@ -63,6 +63,8 @@ def thread_interrupts(snap: StateSnapshot) -> dict[str, list[Any]]:
 
 
 def is_interrupted(snap: StateSnapshot) -> bool:
-    """Whether the thread reads ``interrupted``: it has a next task (a pending ``interrupt()``,
-    an ``interrupt_before/after`` pause, or a node a cancelled run did not finish)."""
-    return bool(snap.next) or bool(snap.interrupts)
+    """Whether the thread reads ``interrupted``: its step after the checkpoint has tasks (a
+    pending ``interrupt()``, an ``interrupt_before/after`` pause, or a step a cancelled or
+    killed run did not finish, even one whose tasks all saved their writes, which leaves
+    ``next`` empty: see ``fathom.runs.has_unfinished_step``)."""
+    return bool(snap.tasks) or bool(snap.interrupts)

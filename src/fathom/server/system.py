@@ -32,7 +32,7 @@ async def info(request: Request) -> Response:
             "version": _version("fathom"),
             "server": "fathom",
             "langgraph_py_version": _version("langgraph"),
-            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "flags": {"assistants": True, "crons": True, "langsmith": False},
             "host": {"kind": "self-hosted", "project_id": None, "revision_id": None},
         }
     )

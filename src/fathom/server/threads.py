@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fathom.server.auth.authorize import authorize
+from fathom.server.auth.authorize import Filter, authorize
 from fathom.server.auth.guards import thread_visible, visible_thread
 from fathom.server.checkpoint_copy import copy_thread
 from fathom.server.context import FathomServer, server_of
@@ -17,11 +17,22 @@ from fathom.server.errors import Conflict, Unprocessable, json_response
 from fathom.server.records import now_iso
 from fathom.server.serde import to_jsonable
 from fathom.server.snapshots import snapshot_json, thread_interrupts
-from fathom.server.validation import check_id, opt_dict, opt_enum, opt_int, opt_str, read_json
+from fathom.server.thread_search import parse_extract, parse_select, project
+from fathom.server.validation import (
+    check_id,
+    opt_dict,
+    opt_enum,
+    opt_int,
+    opt_str,
+    opt_str_list,
+    read_json,
+)
 
-__all__ = ["routes"]
+__all__ = ["remove_thread", "routes"]
 
 _THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
+_SORT_FIELDS = ("thread_id", "status", "created_at", "updated_at", "state_updated_at")
+_MAX_LIMIT = 1000
 _EMPTY_STATE: dict[str, Any] = {
     "values": {},
     "next": [],
@@ -109,40 +120,49 @@ async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: cancels its runs, drops records and checkpoints."""
     server = await server_of(request)
     thread = await visible_thread(server, request, request.path_params["thread_id"], "delete")
-    for run_id in await server.runs.active_runs(thread["thread_id"]):
-        await server.runs.cancel(run_id)
-        await server.runs.wait(run_id)
-    await server.records.delete_thread(thread["thread_id"])
-    await server.checkpointer.adelete_thread(thread["thread_id"])
+    await remove_thread(server, thread["thread_id"])
     return Response(status_code=204)
 
 
+async def remove_thread(server: FathomServer, thread_id: str) -> None:
+    """Cancel the thread's active runs (waiting for them to stop), then drop its records
+    and checkpoints: nothing a run still writes can bring the thread back."""
+    for run_id in await server.runs.active_runs(thread_id):
+        await server.runs.cancel(run_id)
+        await server.runs.wait(run_id)
+    await server.records.delete_thread(thread_id)
+    await server.checkpointer.adelete_thread(thread_id)
+    await server.runs.forget_events(thread_id)
+
+
 def _matches(sub: Any, full: Any) -> bool:
+    """Whether ``full`` contains ``sub`` as PostgreSQL's jsonb ``@>`` (langgraph-api's filter)
+    decides: objects key by key, and a list when each of ``sub``'s items is in one of its own."""
     if isinstance(sub, dict):
         return isinstance(full, dict) and all(
             k in full and _matches(v, full[k]) for k, v in sub.items()
         )
+    if isinstance(sub, list):
+        return isinstance(full, list) and all(any(_matches(s, f) for f in full) for s in sub)
     return sub == full
 
 
-async def search(request: Request) -> Response:
-    """``POST /threads/search``: ``metadata``, ``values``, ``status``, ``ids``; sort and page."""
-    server = await server_of(request)
-    body = await read_json(request)
-    metadata, values = opt_dict(body, "metadata"), opt_dict(body, "values")
+def _status_filter(body: dict[str, Any]) -> str | None:
     status = body.get("status")
     if status is not None and status not in _THREAD_STATUSES:
         raise Unprocessable(f"'status' must be one of {', '.join(_THREAD_STATUSES)}")
-    ids = body.get("ids")
-    sort_by = opt_enum(
-        body, "sort_by", ("thread_id", "status", "created_at", "updated_at"), "created_at"
-    )
-    order = opt_enum(body, "sort_order", ("asc", "desc"), "desc")
-    limit, offset = opt_int(body, "limit", 10), opt_int(body, "offset", 0)
-    flt = await authorize(request, "threads", "search", {
-        "metadata": metadata or {}, "values": values or {}, "status": status,
-        "limit": limit, "offset": offset,
-    })  # fmt: skip
+    return status
+
+
+async def _matching(
+    server: FathomServer,
+    body: dict[str, Any],
+    ids: list[str] | None = None,
+    flt: Filter | None = None,
+) -> list[dict[str, Any]]:
+    """The thread records matching the body's ``metadata``, ``status`` and ``ids`` that the
+    ``threads.search`` handler's filter ``flt`` lets the caller see."""
+    metadata, status = opt_dict(body, "metadata"), _status_filter(body)
     found = []
     for thread in await server.records.list_threads():
         if not thread_visible(thread, flt):
@@ -154,34 +174,62 @@ async def search(request: Request) -> Response:
         if ids and thread["thread_id"] not in ids:
             continue
         found.append(thread)
+    return found
+
+
+async def _search_filter(
+    request: Request, body: dict[str, Any], limit: int, offset: int
+) -> Filter | None:
+    """The ``threads.search`` handler's answer for a search or count with ``body``."""
+    value = {
+        "metadata": opt_dict(body, "metadata") or {},
+        "values": opt_dict(body, "values") or {},
+        "status": _status_filter(body),
+        "limit": limit,
+        "offset": offset,
+    }
+    return await authorize(request, "threads", "search", value)
+
+
+async def search(request: Request) -> Response:
+    """``POST /threads/search``: ``metadata``, ``values``, ``status``, ``ids``; sort, page,
+    ``select`` and ``extract`` (``fathom.server.thread_search``). Without ``sort_by`` the
+    most recently updated threads come first, as on langgraph-api."""
+    server = await server_of(request)
+    body = await read_json(request)
+    values = opt_dict(body, "values")
+    ids = opt_str_list(body, "ids")
+    ids = [check_id(i, "thread") for i in ids] if ids else None
+    sort_by = opt_enum(body, "sort_by", _SORT_FIELDS, "updated_at")
+    order = opt_enum(body, "sort_order", ("asc", "desc"), "desc")
+    limit, offset = opt_int(body, "limit", 10, minimum=1), opt_int(body, "offset", 0)
+    if limit > _MAX_LIMIT:
+        raise Unprocessable(f"'limit' must be at most {_MAX_LIMIT}")
+    select, extract = parse_select(body), parse_extract(body)
+    flt = await _search_filter(request, body, limit, offset)
+    found = await _matching(server, body, ids, flt)
     found.sort(key=lambda t: str(t.get(sort_by) or ""), reverse=order == "desc")
-    out = []
-    for thread in found:
-        full = await _full(server, thread)
-        if values and not _matches(values, full["values"] or {}):
-            continue
-        out.append(full)
-    return json_response(out[offset : offset + limit])
+    if values:  # only the checkpoints tell which threads match
+        fulls = [await _full(server, thread) for thread in found]
+        found = [full for full in fulls if _matches(values, full["values"] or {})]
+        page = found[offset : offset + limit]
+    else:  # read the checkpoints of the page's threads only
+        page = [await _full(server, t) for t in found[offset : offset + limit]]
+    more = len(found) > offset + limit
+    headers = {"X-Pagination-Total": str(offset + limit + 1 if more else offset + len(page))}
+    if more:
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return json_response([project(t, select, extract) for t in page], headers=headers)
 
 
 async def count(request: Request) -> Response:
     """``POST /threads/count``: how many threads match ``metadata``, ``values``, ``status``."""
     server = await server_of(request)
     body = await read_json(request)
-    metadata, values = opt_dict(body, "metadata"), opt_dict(body, "values")
-    status = body.get("status")
-    flt = await authorize(request, "threads", "search", {
-        "metadata": metadata or {}, "values": values or {}, "status": status,
-        "limit": 0, "offset": 0,
-    })  # fmt: skip
+    values = opt_dict(body, "values")
+    flt = await _search_filter(request, body, 0, 0)
     n = 0
-    for thread in await server.records.list_threads():
-        if not thread_visible(thread, flt):
-            continue
-        if metadata and not _matches(metadata, thread.get("metadata", {})):
-            continue
-        if status and thread.get("status") != status:
-            continue
+    for thread in await _matching(server, body, flt=flt):
         if values and not _matches(values, (await _full(server, thread))["values"] or {}):
             continue
         n += 1
@@ -229,6 +277,10 @@ async def update_state(request: Request) -> Response:
     thread["status"] = await server.runs.thread_state_status(thread)
     thread["updated_at"] = thread["state_updated_at"] = now_iso()
     await server.records.put_thread(thread)
+    if server.runs.listens_to(thread["thread_id"]):  # a thread stream wants the new state
+        snap = await graph.aget_state(_config(thread["thread_id"]))
+        update = {"state": snapshot_json(snap), "thread_id": thread["thread_id"]}
+        server.runs.note_thread(thread["thread_id"], "state_update", update)
     ref = dict(config.get("configurable") or {})
     return json_response(
         {"checkpoint": ref, "configurable": ref, "checkpoint_id": ref.get("checkpoint_id")}

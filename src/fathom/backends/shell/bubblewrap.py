@@ -464,6 +464,7 @@ class BubblewrapSandbox(FilesystemBackend):
         sandbox_gid: int | None = None,
     ) -> None:
         super().__init__(root_dir, virtual_mode=True, max_file_size_mb=max_file_size_mb)
+        self._make_root_if_missing()  # the sandbox binds it as /workspace from the start
         check_timeouts(timeout, max_timeout)
         for name, value in (
             ("max_output_bytes", max_output_bytes),

@@ -425,18 +425,20 @@ class SummarizationMiddleware(AgentMiddleware):
 
     # -- the model step --------------------------------------------------------------------
 
-    def _plan(self, request: ModelRequest) -> tuple[ModelRequest, _Compaction | None]:
+    def _plan(self, request: ModelRequest) -> tuple[ModelRequest, _Compaction | None, int]:
+        """The request with old tool inputs trimmed when the trigger is reached, the trim
+        (None: nothing trimmed), and the request's size as counted before any trim."""
         messages = list(request.messages)
         tokens = self.count_tokens(request, messages)
         if not self._reached(request, messages, tokens):
-            return request, None
+            return request, None, tokens
         trimmed = self._trim_old_inputs(request, messages)
         if trimmed is None:
-            return request, None  # summarization needs the model: done by the caller
+            return request, None, tokens  # summarization needs the model: done by the caller
         # the model's reported usage predates the trim, so subtract what the trim saved
         saved = approx_tokens(messages) - approx_tokens(trimmed)
         compaction = _Compaction(trimmed, {}, tokens - saved)
-        return request.override(messages=trimmed), compaction
+        return request.override(messages=trimmed), compaction, tokens
 
     def _cutoff(self, request: ModelRequest, messages: list[AnyMessage]) -> int:
         """Index of the first kept message; tool results stay with their call."""
@@ -564,11 +566,17 @@ class SummarizationMiddleware(AgentMiddleware):
         path, files = yield from self._archive(request, old)
         return _Compaction([self._summary_message(summary, path), *kept], files)
 
-    def _needs_summary(self, request: ModelRequest, compaction: _Compaction | None) -> bool:
+    def _needs_summary(
+        self, request: ModelRequest, compaction: _Compaction | None, tokens: int
+    ) -> bool:
+        """Whether the trigger still holds after the trim; ``tokens``: the untrimmed size
+        `_plan` counted, so an untrimmed request is not counted twice."""
         messages = compaction.messages if compaction else list(request.messages)
         if compaction is not None and compaction.tokens is not None:
             return self._reached(request, messages, compaction.tokens)
-        return self._reached(request, messages, self.count_tokens(request, messages))
+        if compaction is not None:
+            tokens = self.count_tokens(request, messages)
+        return self._reached(request, messages, tokens)
 
     @staticmethod
     def _merge(first: _Compaction | None, second: _Compaction) -> _Compaction:
@@ -599,8 +607,8 @@ class SummarizationMiddleware(AgentMiddleware):
         """The model step: compact when due or asked, call the model, and after an
         overflow offload the newest batch, then summarize, retrying each time."""
         requested = compaction_requested(request)
-        request, compaction = self._plan(request)
-        if requested or self._needs_summary(request, compaction):
+        request, compaction, tokens = self._plan(request)
+        if requested or self._needs_summary(request, compaction, tokens):
             base = compaction.messages if compaction else list(request.messages)
             if (summary := (yield from self._compact(request, base))) is not None:
                 compaction = self._merge(compaction, summary)

@@ -14,14 +14,15 @@ from typing import Any
 
 from fathom.server.auth.users import AuthUser, BadUserError
 
-__all__ = ["AUTH_CONFIG_KEYS", "attach_identity", "rebuild_identity"]
+__all__ = ["AUTH_CONFIG_KEYS", "Identity", "attach_identity", "rebuild_identity"]
+
+Identity = tuple[AuthUser, Sequence[str]]
+"""A caller: the user and their permissions (what the authenticate handler answered)."""
 
 AUTH_CONFIG_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
 
 
-def attach_identity(
-    config: dict[str, Any], identity: tuple[AuthUser, Sequence[str]] | None
-) -> None:
+def attach_identity(config: dict[str, Any], identity: Identity | None) -> None:
     """Replace the identity keys of ``config["configurable"]`` with the caller's (or none)."""
     configurable = dict(config.get("configurable") or {})
     for key in AUTH_CONFIG_KEYS:

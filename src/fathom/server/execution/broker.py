@@ -3,6 +3,11 @@
 Every event of a run is kept (already JSON-encoded) until the run's stream is dropped, so a
 listener that joins late (``join_stream``) replays the run from its first event, or from the
 event after ``Last-Event-ID``.
+
+A *durable* stream (a ``stream_resumable`` run) hands listeners only the events already
+stored (``mark_stored``): an id a client has seen is then always one a restarted server or
+another replica can resume after, so a reconnect has no gap and no repeat even when the
+server that sent it died.
 """
 
 from __future__ import annotations
@@ -38,14 +43,35 @@ class RunStream:
     """The events of one run, appended by the executor and read by SSE responses."""
 
     def __init__(
-        self, run_id: str, *, earlier: Sequence[tuple[str, bytes]] = (), sink: Sink | None = None
+        self,
+        run_id: str,
+        *,
+        earlier: Sequence[tuple[str, bytes]] = (),
+        sink: Sink | None = None,
+        durable: bool = False,
     ) -> None:
+        """``durable``: listeners get an event only once ``mark_stored`` covers it."""
         self.run_id = run_id
         self.events: list[tuple[str, bytes]] = list(earlier)
         """Every event so far; ``earlier`` are those of a previous attempt of the run."""
         self._sink = sink
+        self.durable = durable
+        self.stored = len(self.events)
+        """How many of the first events are stored (they were stored before: ``earlier``)."""
         self.done = False
         self._changed = asyncio.Event()
+
+    def mark_stored(self, count: int) -> None:
+        """The first ``count`` events are stored: a durable stream may hand them out."""
+        if count > self.stored:
+            self.stored = count
+            self._wake()
+
+    def _visible(self) -> int:
+        """How many events listeners may read now."""
+        if self.durable and not self.done:
+            return min(self.stored, len(self.events))
+        return len(self.events)
 
     def publish(self, event: str, data: Any) -> None:
         """Append an event; ``data`` is encoded now so later mutation cannot change it."""
@@ -56,7 +82,8 @@ class RunStream:
         self._wake()
 
     def close(self) -> None:
-        """Mark the stream finished; listeners drain what is left and stop."""
+        """Mark the stream finished; listeners drain what is left and stop (a durable stream's
+        owner stores its last events first)."""
         self.done = True
         self._wake()
 
@@ -73,7 +100,7 @@ class RunStream:
         """
         index = after + 1
         while True:
-            while index < len(self.events):
+            while index < self._visible():
                 event, data = self.events[index]
                 if wanted(event, modes):
                     yield index, event, data

@@ -34,6 +34,10 @@
   slot; admission, cancellation, joins and streams work across servers, a dead server's runs
   are resumed by another one once their lease expires, and a clean shutdown hands its runs
   back to the queue instead of interrupting them.
+* **Resumable streams** (``stream_resumable=True``): on a single server the run's events are
+  also written, in batches, to the store (``event_log``); on replicas they are in the shared
+  events table anyway. Either way listeners get only stored events, so ``Last-Event-ID``
+  resumes with no gap and no repeat, after the run's memory copy is gone or a restart.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -57,6 +61,7 @@ from fathom.hosting.loopback import run_context
 from fathom.runs import has_unfinished_step
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
+from fathom.server.execution.event_log import EventLog, StoredRunStream
 from fathom.server.execution.locks import KeyedLocks
 from fathom.server.execution.runner import RunEnd, build_config, stream_run
 from fathom.server.graphs import GraphRegistry
@@ -129,9 +134,15 @@ class RunManager:
         self._held: set[str] = set()  # claimed runs whose slot the dispatcher took for them
         self._lost: set[str] = set()  # runs another server owns now: record nothing for them
         self._dispatcher: asyncio.Task[None] | None = None
+        self._launched: dict[str, set[asyncio.Queue[tuple[str, Any]]]] = {}
+        self.event_log = EventLog(records.store) if queue is None else None
+        """Where resumable runs' events are stored on a single server (None on replicas)."""
+        if self.event_log is not None:
+            self.event_log.on_stored = self._stored
         if queue is not None:
             queue.on_cancel = self._cancel_here
             queue.on_lost = self._give_up
+            queue.on_stored = self._stored
 
     # lifecycle
     async def start(self) -> None:
@@ -158,7 +169,10 @@ class RunManager:
                 continue  # its thread was deleted: nothing to resume into
             logger.warning("run %s was %s when the server stopped; resuming it",
                            run["run_id"], run["status"])  # fmt: skip
-            self._launch(run, 2 if run["status"] == "running" else 1)
+            earlier = None
+            if self.event_log is not None and run["kwargs"].get("resumable"):
+                earlier = await self.event_log.read(run["thread_id"], run["run_id"])
+            self._launch(run, 2 if run["status"] == "running" else 1, earlier)
 
     async def shutdown(self) -> None:
         """Cancel every active run (recorded ``interrupted``, or handed back to the shared
@@ -181,6 +195,8 @@ class RunManager:
         if self.queue is not None:
             await self.queue.release(handed)
             await self.queue.close()
+        if self.event_log is not None:
+            await self.event_log.close()
 
     # queries
     async def active_runs(self, thread_id: str) -> list[str]:
@@ -189,11 +205,21 @@ class RunManager:
             return await self.queue.active_runs(thread_id)
         return list(self._thread_runs.get(thread_id, []))
 
-    async def stream(self, run_id: str) -> RunStream | SharedRunStream | None:
-        """The live or recently finished event stream of ``run_id``, wherever it runs."""
+    async def stream(
+        self, run: dict[str, Any]
+    ) -> RunStream | SharedRunStream | StoredRunStream | None:
+        """The live or recently finished event stream of ``run``, wherever it runs; for a
+        resumable run on a single server, also its stored events once it left memory."""
+        run_id = run["run_id"]
         local = self._streams.get(run_id) or self._finished_streams.get(run_id)
-        if local is not None or self.queue is None:
+        if local is not None:
             return local
+        if self.queue is None:
+            if self.event_log is None or not run["kwargs"].get("resumable"):
+                return None
+            stored = await self.event_log.read(run["thread_id"], run_id)
+            local = self._streams.get(run_id) or self._finished_streams.get(run_id)
+            return local or (StoredRunStream(run_id, stored) if stored else None)
         from fathom.server.execution.replicas import SharedRunStream
 
         if await self.queue.is_queued(run_id) or await self.queue.has_events(run_id):
@@ -289,14 +315,50 @@ class RunManager:
         if self._thread_runs.get(thread_id):
             self._queued.add(run_id)
         self._thread_runs.setdefault(thread_id, []).append(run_id)
+        resumable = bool(run["kwargs"].get("resumable"))
         sink = self.queue.publish if self.queue is not None else None
-        self._streams[run_id] = RunStream(run_id, earlier=earlier or (), sink=sink)
+        if resumable and self.event_log is not None:
+            sink = self.event_log.sink(thread_id)
+        self._streams[run_id] = RunStream(
+            run_id, earlier=earlier or (), sink=sink, durable=resumable
+        )
+        self.note_thread(thread_id, "run", run_id)
         self._done[run_id] = asyncio.Event()
         task = asyncio.create_task(
             self._execute(run, attempt), name=f"run-{run_id}", context=run_context()
         )
         task.add_done_callback(lambda _t, run=run: self._after_task(run))
         self._tasks[run_id] = task
+
+    def _stored(self, run_id: str, count: int) -> None:
+        """The run's first ``count`` events are stored: its durable listeners may read them."""
+        stream = self._streams.get(run_id)
+        if stream is not None:
+            stream.mark_stored(count)
+
+    @contextlib.contextmanager
+    def thread_notes(self, thread_id: str) -> Iterator[asyncio.Queue[tuple[str, Any]]]:
+        """A queue told ``("run", run_id)`` for each run of ``thread_id`` that starts here,
+        and the thread's other notes (``note_thread``), while the block runs: what the thread
+        stream follows (on replicas it also polls for runs started elsewhere)."""
+        listener: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._launched.setdefault(thread_id, set()).add(listener)
+        try:
+            yield listener
+        finally:
+            listeners = self._launched[thread_id]
+            listeners.discard(listener)
+            if not listeners:
+                del self._launched[thread_id]
+
+    def listens_to(self, thread_id: str) -> bool:
+        """Whether a thread stream follows ``thread_id`` here."""
+        return thread_id in self._launched
+
+    def note_thread(self, thread_id: str, kind: str, value: Any) -> None:
+        """Tell the thread's streams here of ``kind`` (``run``, ``state_update``)."""
+        for listener in self._launched.get(thread_id, ()):
+            listener.put_nowait((kind, value))
 
     # the shared queue
     async def _dispatch(self) -> None:
@@ -531,6 +593,7 @@ class RunManager:
     ) -> None:
         run_id, thread_id = run["run_id"], run["thread_id"]
         self._queued.discard(run_id)
+        await self._store_events(run)
         if run_id in self._lost:  # another server has (or will have) the run: it records
             self._forget(run_id, thread_id)
             return
@@ -570,6 +633,15 @@ class RunManager:
             task.add_done_callback(self._background.discard)
         if run["kwargs"].get("temporary"):
             await self._delete_temporary(thread_id)
+
+    async def _store_events(self, run: dict[str, Any]) -> None:
+        """Write a resumable run's last events before its stream closes (single server)."""
+        if self.event_log is None or not run["kwargs"].get("resumable"):
+            return
+        try:
+            await self.event_log.flush()
+        except Exception:  # boundary (cleanup): the listeners still get them from memory
+            logger.exception("could not store the last events of run %s", run["run_id"])
 
     def _forget(self, run_id: str, thread_id: str) -> None:
         """Drop the run from this server's active runs; its stream stays joinable a while."""
@@ -648,6 +720,12 @@ class RunManager:
     async def _delete_temporary(self, thread_id: str) -> None:
         await self.records.delete_thread(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
+        await self.forget_events(thread_id)
+
+    async def forget_events(self, thread_id: str) -> None:
+        """Delete the stored stream events of the thread's runs (the thread is deleted)."""
+        if self.event_log is not None:
+            await self.event_log.delete_thread(thread_id)
 
     @staticmethod
     def new_run_id() -> str:

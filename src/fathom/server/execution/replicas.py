@@ -162,6 +162,8 @@ class PostgresRunQueue:
         """Told `(run_id, action)` when a cancel reaches a run this server owns."""
         self.on_lost: Callable[[set[str]], object] | None = None
         """Told the ids of owned runs whose lease another server took."""
+        self.on_stored: Callable[[str, int], object] | None = None
+        """Told `(run_id, count)` once an owned run's first `count` events are stored."""
         self._signals = _Signals()
         self._noted_cancels: OrderedDict[str, str] = OrderedDict()
         self._pending_events: list[tuple[str, int, str, bytes]] = []
@@ -378,6 +380,10 @@ class PostgresRunQueue:
                 except PostgresError:
                     self._pending_events[:0] = batch  # kept, in order, for the next write
                     raise
+                if self.on_stored is not None:
+                    counts = {run_id: index + 1 for run_id, index, _, _ in batch}
+                    for run_id, count in counts.items():
+                        self.on_stored(run_id, count)
 
     async def _insert_events(self, batch: list[tuple[str, int, str, bytes]]) -> None:
         async with self._pool.connection() as conn, conn.transaction():

@@ -1,0 +1,136 @@
+"""The thread-centric streaming protocol, as langgraph-sdk 0.4.14 documents it:
+`async with client.threads.stream(assistant_id=...) as thread`, `thread.run.start(...)`,
+`thread.values`, `thread.output`, `thread.interrupts` and `thread.run.respond(...)`, over its
+SSE transport (`POST /threads/{id}/commands` and `POST /threads/{id}/stream/events`), and the
+replay of a thread's events after a `since` cursor.
+
+The same client code runs against `fathom serve` and `langgraph dev`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.stream.transport.http import ProtocolSseTransport
+from tests.server.servers import ServerProcess
+from tests.server.support import eventually, user
+
+DEADLINE_S = 60.0
+"""Bounds a hang; the scripted runs end in milliseconds."""
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+    return str(content)
+
+
+async def _events_until_completed(
+    transport: ProtocolSseTransport, params: dict[str, Any], runs: int
+) -> list[dict[str, Any]]:
+    """The events of one stream until `runs` root `lifecycle` ends; then it is closed."""
+    handle = transport.open_event_stream(params)
+    seen: list[dict[str, Any]] = []
+    ended = 0
+    try:
+        async with asyncio.timeout(DEADLINE_S):
+            async for event in handle.events:
+                seen.append(dict(event))
+                data = event["params"].get("data") or {}
+                if (
+                    event["method"] == "lifecycle"
+                    and not event["params"].get("namespace")
+                    and data.get("event") in ("completed", "failed")
+                ):
+                    ended += 1
+                    if ended == runs:
+                        break
+    finally:
+        await handle.close()
+    return seen
+
+
+async def test_a_run_started_by_a_command_streams_its_values_and_output(
+    client: LangGraphClient,
+) -> None:
+    async with client.threads.stream(assistant_id="agent") as thread:
+        await thread.run.start(input=user("hello"))
+        async with asyncio.timeout(DEADLINE_S):
+            snapshots = [snapshot async for snapshot in thread.values]
+            output = await thread.output
+    assert _text(output["messages"][-1]) == "echo: hello"
+    assert any(
+        _text(message) == "echo: hello"
+        for snapshot in snapshots
+        for message in (snapshot or {}).get("messages", [])
+    ), "the run's values reached the stream"
+
+
+async def test_the_thread_event_stream_replays_after_a_since_cursor(
+    client: LangGraphClient,
+) -> None:
+    async with client.threads.stream(assistant_id="agent") as thread:
+        await thread.run.start(input=user("hello"))
+        await asyncio.wait_for(thread.output, DEADLINE_S)
+    transport = ProtocolSseTransport(client=client.http.client, thread_id=thread.thread_id)
+    try:
+        channels = {"channels": ["values", "updates", "lifecycle"]}
+        everything = await _events_until_completed(transport, channels, 1)
+        seqs = [event["seq"] for event in everything]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        assert {event["method"] for event in everything} >= {"values", "lifecycle"}
+        middle = len(everything) // 2
+        since = everything[middle - 1]["seq"]
+        rest = await _events_until_completed(transport, {**channels, "since": since}, 1)
+        ids = [event["event_id"] for event in rest]
+        assert ids == [event["event_id"] for event in everything[middle:]]
+    finally:
+        await transport.close()
+
+
+async def test_an_interrupted_run_is_resumed_with_run_respond(
+    client: LangGraphClient, server: ServerProcess
+) -> None:
+    async with client.threads.stream(assistant_id="interrupting") as thread:
+        await thread.run.start(input=user("the plan"))
+
+        async def interrupted() -> bool:
+            return thread.interrupted
+
+        await eventually(interrupted, "the run to wait on its interrupt")
+        assert len(thread.interrupts) == 1
+        if server.kind == "fathom":  # langgraph dev sends the value as `payload` only
+            assert thread.interrupts[0]["value"] == {"question": "approve the plan?"}
+        await thread.run.respond("yes")
+        output = await asyncio.wait_for(thread.output, DEADLINE_S)
+    assert output["answer"] == "yes"
+    assert _text(output["messages"][-1]) == "answer: yes"
+
+
+async def test_bad_commands_and_subscriptions_get_clear_errors(
+    client: LangGraphClient, server: ServerProcess
+) -> None:
+    if server.kind != "fathom":
+        pytest.skip("fathom's own errors (langgraph dev answers 400 with other words)")
+    thread_id = (await client.threads.create())["thread_id"]
+    transport = ProtocolSseTransport(client=client.http.client, thread_id=thread_id)
+    try:
+        unknown = await transport.send_command({"id": 1, "method": "run.fly", "params": {}})
+        assert unknown is not None and unknown["error"] == "unknown_command"
+        no_graph = await transport.send_command(
+            {"id": 2, "method": "run.start", "params": {"assistant_id": "no-such-graph"}}
+        )
+        assert no_graph is not None and no_graph["type"] == "error"
+        assert "no-such-graph" in no_graph["message"]
+        handle = transport.open_event_stream({"channels": ["everything"]})
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await handle.ready
+        assert refused.value.response.status_code == 422
+        await handle.close()
+    finally:
+        await transport.close()
