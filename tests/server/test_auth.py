@@ -8,6 +8,7 @@ and may do, and that the identity reaches a graph node.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from tests.server.servers import (
     fathom_serve_available,
     langgraph_dev_binary,
 )
+from tests.server.support import eventually
 from tests.system_requirements import needs
 
 __all__ = ["postgres_uri"]  # the fixture, imported for the replica test
@@ -376,3 +378,167 @@ def test_an_auth_without_an_authenticate_handler_may_not_listen_beyond_loopback(
 
     assert result.returncode == 2
     assert "no @auth.authenticate handler" in result.stderr
+
+
+EVERY_TWO_SECONDS = "* * * * * */2"
+"""croniter's sixth field (seconds), which both servers accept: a tick comes within seconds."""
+YEARLY = "0 0 1 1 *"
+
+
+async def test_another_users_cron_is_unknown_to_every_cron_route(clients: Clients) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    tag = _tag()
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    cron = await alice.crons.create_for_thread(
+        thread_id, "whoami", schedule=YEARLY, input={}, metadata=tag
+    )
+    cron_id = cron["cron_id"]
+
+    calls = {
+        "get": lambda: bob.http.get(f"/runs/crons/{cron_id}"),
+        "update": lambda: bob.crons.update(cron_id, schedule="0 0 2 1 *"),
+        "delete": lambda: bob.crons.delete(cron_id),
+        "create on her thread": lambda: bob.crons.create_for_thread(
+            thread_id, "whoami", schedule=YEARLY, input={}
+        ),
+    }
+    statuses = {name: await _status(call()) for name, call in calls.items()}
+
+    assert statuses == dict.fromkeys(statuses, 404)
+    assert cron["metadata"]["owner"] == "alice" and cron["user_id"] == "alice"
+    assert await bob.crons.search(metadata=tag) == []
+    assert await bob.crons.count(metadata=tag) == 0
+    assert [c["cron_id"] for c in await alice.crons.search(metadata=tag)] == [cron_id]
+    assert await alice.crons.count(metadata=tag) == 1
+    kept = await alice.http.get(f"/runs/crons/{cron_id}")
+    assert kept["schedule"] == YEARLY
+    await alice.crons.delete(cron_id)
+    assert await _status(alice.http.get(f"/runs/crons/{cron_id}")) == 404
+
+
+async def test_a_crons_tick_runs_as_the_user_who_created_it(clients: Clients) -> None:
+    alice = clients("alice")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    cron = await alice.crons.create_for_thread(
+        thread_id, "whoami", schedule=EVERY_TWO_SECONDS, input={}
+    )
+
+    async def ran() -> bool:
+        runs = await alice.runs.list(thread_id, limit=100)
+        return any(run["status"] == "success" for run in runs)
+
+    try:
+        await eventually(ran, "a tick's run to succeed")
+    finally:
+        await alice.crons.delete(cron["cron_id"])
+    values = (await alice.threads.get_state(thread_id))["values"]
+    assert isinstance(values, dict)
+    assert values["identity"] == values["user_id"] == "alice"
+
+
+async def test_batch_runs_belong_to_their_caller_and_a_refused_item_is_403(
+    clients: Clients, auth_server: ServerProcess
+) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    tag = _tag()
+    item: Any = {"assistant_id": "whoami", "input": {}, "metadata": tag, "on_completion": "keep"}
+
+    runs = await alice.runs.create_batch([item, item])
+    refused_tag = _tag()
+    refused: Any = [
+        {**item, "metadata": refused_tag},
+        {**item, "metadata": {**refused_tag, "refuse": True}},
+    ]
+    refusal = await _status(alice.runs.create_batch(refused))
+
+    assert refusal == 403
+    for run in runs:
+        assert await _status(bob.runs.get(run["thread_id"], run["run_id"])) == 404
+        await alice.runs.join(run["thread_id"], run["run_id"])
+        values = (await alice.threads.get_state(run["thread_id"]))["values"]
+        assert isinstance(values, dict) and values["identity"] == "alice"
+    owners = {t["metadata"]["owner"] for t in await alice.threads.search(metadata=tag)}
+    assert owners == {"alice"}
+    if auth_server.kind == "fathom":  # langgraph dev starts the items it allowed
+        assert await alice.threads.search(metadata=refused_tag) == []
+
+
+async def test_prune_deletes_only_the_threads_the_caller_may_delete(
+    clients: Clients, auth_server: ServerProcess
+) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    mine = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    other = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    theirs = (await bob.threads.create(metadata=_tag()))["thread_id"]
+
+    assert await _status(bob.threads.prune([theirs])) == 403  # bob lacks threads:delete
+    if auth_server.kind == "fathom":  # a hidden thread counts as unknown
+        assert await alice.threads.prune([mine, theirs]) == {"pruned_count": 1}
+    else:  # langgraph dev refuses the whole call when one thread is hidden
+        assert await _status(alice.threads.prune([mine, theirs])) == 404
+        assert await alice.threads.prune([mine]) == {"pruned_count": 1}
+    assert await alice.threads.prune([other]) == {"pruned_count": 1}
+
+    assert await _status(alice.threads.get(mine)) == 404
+    assert await _status(alice.threads.get(other)) == 404
+    assert (await bob.threads.get(theirs))["metadata"]["owner"] == "bob"
+
+
+async def test_another_users_thread_stream_is_not_found(
+    clients: Clients, auth_server: ServerProcess
+) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    seen: list[Any] = []
+
+    async def first_event() -> None:
+        async with asyncio.timeout(60):  # bounds a hang only
+            async for part in await bob.threads.join_stream(thread_id):
+                seen.append(part)
+                return
+
+    status = await _status(first_event())
+
+    if auth_server.kind == "fathom":
+        assert status == 404 and seen == []
+    else:  # langgraph dev opens the stream, then sends the 404 as its only event
+        assert status == 200 and [p.event for p in seen] == ["error"]
+        assert "404" in str(seen[0].data)
+
+
+async def test_protocol_commands_and_events_need_the_thread_to_be_visible(
+    auth_server: ServerProcess, clients: Clients
+) -> None:
+    """fathom's answers to a refused command (langgraph dev words its errors otherwise)."""
+    if auth_server.kind != "fathom":
+        pytest.skip("fathom's own command errors")
+    alice = clients("alice")
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    start = {"id": 1, "method": "run.start", "params": {"assistant_id": "whoami", "input": {}}}
+    respond = {
+        "id": 2,
+        "method": "input.respond",
+        "params": {"interrupt_id": "x", "response": "y", "assistant_id": "whoami"},
+    }
+    bob = {"Authorization": "Bearer bob-token"}
+    async with httpx.AsyncClient(base_url=auth_server.url, timeout=60) as http:
+        refused = [
+            (await http.post(f"/threads/{thread_id}/commands", json=c, headers=bob)).json()
+            for c in (start, respond)
+        ]
+        events = await http.post(
+            f"/threads/{thread_id}/stream/events", json={"channels": ["values"]}, headers=bob
+        )
+        started = await http.post(
+            f"/threads/{thread_id}/commands",
+            json=start,
+            headers={"Authorization": "Bearer alice-token"},
+        )
+
+    assert [r["error"] for r in refused] == ["no_such_run", "no_such_run"]
+    assert events.status_code == 404
+    run_id = started.json()["result"]["run_id"]
+    await alice.runs.join(thread_id, run_id)
+    values = (await alice.threads.get_state(thread_id))["values"]
+    assert isinstance(values, dict) and values["identity"] == "alice"
+    assert [r["run_id"] for r in await alice.runs.list(thread_id)] == [run_id]

@@ -9,6 +9,9 @@ unchanged.
 - Threads and assistants get `metadata.owner` on create and are filtered by owner on every
   other action (the documented owner pattern); deleting a thread needs `threads:delete`
   (the handler returns False otherwise: 403).
+- A run whose metadata has `"refuse": true` is refused (`threads.create_run` returns False:
+  403), so a test can refuse one item of a batch.
+- Crons get `metadata.owner` on create and are filtered by owner on every other action.
 - Store namespaces must start with the caller's identity (an `assert`: 403 otherwise).
 """
 
@@ -46,6 +49,15 @@ async def only_deleters(ctx: Auth.types.AuthContext, value: Any) -> Any:
     return {"owner": ctx.user.identity}
 
 
+@auth.on.threads.create_run
+async def refusable_runs(ctx: Auth.types.AuthContext, value: Any) -> Any:
+    metadata = value.setdefault("metadata", {})
+    if metadata.get("refuse"):
+        return False
+    metadata["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+
+
 @auth.on.threads
 async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Any:
     metadata = value.setdefault("metadata", {})
@@ -55,6 +67,13 @@ async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Any:
 
 @auth.on.assistants
 async def own_assistants(ctx: Auth.types.AuthContext, value: Any) -> Any:
+    metadata = value.setdefault("metadata", {})
+    metadata["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+
+
+@auth.on.crons
+async def own_crons(ctx: Auth.types.AuthContext, value: Any) -> Any:
     metadata = value.setdefault("metadata", {})
     metadata["owner"] = ctx.user.identity
     return {"owner": ctx.user.identity}
