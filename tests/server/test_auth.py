@@ -31,7 +31,7 @@ from tests.server.servers import (
     fathom_serve_available,
     langgraph_dev_binary,
 )
-from tests.server.support import eventually
+from tests.server.support import Gate, eventually, wait_started, wait_status
 from tests.system_requirements import needs
 
 __all__ = ["postgres_uri"]  # the fixture, imported for the replica test
@@ -389,7 +389,7 @@ async def test_another_users_cron_is_unknown_to_every_cron_route(clients: Client
     alice, bob = clients("alice"), clients("bob")
     tag = _tag()
     thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
-    cron = await alice.crons.create_for_thread(
+    cron: Any = await alice.crons.create_for_thread(
         thread_id, "whoami", schedule=YEARLY, input={}, metadata=tag
     )
     cron_id = cron["cron_id"]
@@ -416,10 +416,31 @@ async def test_another_users_cron_is_unknown_to_every_cron_route(clients: Client
     assert await _status(alice.http.get(f"/runs/crons/{cron_id}")) == 404
 
 
+async def test_a_cron_update_cannot_change_whom_its_ticks_run_as(
+    clients: Clients, auth_server: ServerProcess
+) -> None:
+    alice = clients("alice")
+    cron: Any = await alice.crons.create("whoami", schedule=YEARLY, input={}, metadata=_tag())
+    forged = {"langgraph_auth_user_id": "bob", "langgraph_auth_user": {"identity": "bob"}}
+
+    try:
+        await alice.crons.update(cron["cron_id"], config={"configurable": forged})
+    except httpx.HTTPStatusError as error:  # refusing the forged keys is also safe
+        assert error.response.status_code in (400, 403, 422)
+    kept = await alice.http.get(f"/runs/crons/{cron['cron_id']}")
+    await alice.crons.delete(cron["cron_id"])
+
+    assert kept["user_id"] == "alice"
+    if auth_server.kind == "fathom":  # where fathom keeps the creator for the ticks
+        configurable = kept["payload"]["config"]["configurable"]
+        assert configurable["langgraph_auth_user_id"] == "alice"
+        assert configurable["langgraph_auth_user"]["identity"] == "alice"
+
+
 async def test_a_crons_tick_runs_as_the_user_who_created_it(clients: Clients) -> None:
     alice = clients("alice")
     thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
-    cron = await alice.crons.create_for_thread(
+    cron: Any = await alice.crons.create_for_thread(
         thread_id, "whoami", schedule=EVERY_TWO_SECONDS, input={}
     )
 
@@ -457,7 +478,7 @@ async def test_batch_runs_belong_to_their_caller_and_a_refused_item_is_403(
         await alice.runs.join(run["thread_id"], run["run_id"])
         values = (await alice.threads.get_state(run["thread_id"]))["values"]
         assert isinstance(values, dict) and values["identity"] == "alice"
-    owners = {t["metadata"]["owner"] for t in await alice.threads.search(metadata=tag)}
+    owners = {(t["metadata"] or {})["owner"] for t in await alice.threads.search(metadata=tag)}
     assert owners == {"alice"}
     if auth_server.kind == "fathom":  # langgraph dev starts the items it allowed
         assert await alice.threads.search(metadata=refused_tag) == []
@@ -481,7 +502,7 @@ async def test_prune_deletes_only_the_threads_the_caller_may_delete(
 
     assert await _status(alice.threads.get(mine)) == 404
     assert await _status(alice.threads.get(other)) == 404
-    assert (await bob.threads.get(theirs))["metadata"]["owner"] == "bob"
+    assert ((await bob.threads.get(theirs))["metadata"] or {})["owner"] == "bob"
 
 
 async def test_another_users_thread_stream_is_not_found(
@@ -542,3 +563,22 @@ async def test_protocol_commands_and_events_need_the_thread_to_be_visible(
     values = (await alice.threads.get_state(thread_id))["values"]
     assert isinstance(values, dict) and values["identity"] == "alice"
     assert [r["run_id"] for r in await alice.runs.list(thread_id)] == [run_id]
+
+
+async def test_cancel_many_leaves_another_users_runs_alone(
+    clients: Clients, new_gate: Callable[[], Gate]
+) -> None:
+    alice, bob = clients("alice"), clients("bob")
+    gate = new_gate()
+    thread_id = (await alice.threads.create(metadata=_tag()))["thread_id"]
+    run = await alice.runs.create(thread_id, "gated", input=gate.input("held"))
+    await wait_started(gate)
+    await wait_status(alice, thread_id, run["run_id"], "running")
+
+    by_ids = await _status(bob.runs.cancel_many(thread_id=thread_id, run_ids=[run["run_id"]]))
+
+    assert by_ids == 404
+    assert (await alice.runs.get(thread_id, run["run_id"]))["status"] == "running"
+    gate.release()
+    await alice.runs.join(thread_id, run["run_id"])
+    assert (await alice.runs.get(thread_id, run["run_id"]))["status"] == "success"
