@@ -2,9 +2,10 @@
 
 The body is a JSON array of ``POST /runs`` payloads. Every item is checked (assistant, input,
 stream modes...) before any run starts, so one bad item answers its error, with the item's
-index in the detail, and creates nothing; with custom auth, each item is a stateless run
-create (the ``threads.create_run`` handler) and a refused one refuses the whole batch before
-any run starts, as langgraph-api does. The answer is the list of runs, in the order of
+index in the detail, and creates nothing. With custom auth, each item is authorized as a
+stateless run create (the ``threads.create_run`` handler, as langgraph-api does) in that same
+first pass, so a refused item refuses the whole batch before any run starts (langgraph dev
+starts the items it allowed). The answer is the list of runs, in the order of
 the items, as langgraph-api answers it.
 """
 
