@@ -14,7 +14,8 @@ cron's id under ``config.configurable.cron_id``, as LangGraph's server does). Ea
 With custom auth (``fathom.server.auth``), each route asks the ``crons`` handler for its action
 (``create``, ``read``, ``update``, ``delete``, ``search``) as langgraph-api does: ``create`` may
 add metadata (an owner), and a cron its filter hides is unknown (404, left out of searches). A
-cron for a thread needs that thread to be visible to the caller. The creator's identity is the
+cron for a thread needs that thread to be visible to the caller, and searches leave out the
+crons of threads the caller may not see. The creator's identity is the
 record's ``user_id`` and sits in its payload's ``config.configurable`` (the keys
 ``attach_identity`` writes), so every tick runs as the user who made the cron and the graph
 sees them as ``runtime.server_info.user``; a ``PATCH`` cannot change it.
@@ -34,7 +35,7 @@ from starlette.routing import Route
 
 from fathom.server.auth.authorize import Filter, authorize, request_user
 from fathom.server.auth.filters import matches_filter
-from fathom.server.auth.guards import visible_thread
+from fathom.server.auth.guards import thread_visible, visible_thread
 from fathom.server.auth.run_config import AUTH_CONFIG_KEYS, attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
@@ -303,7 +304,7 @@ async def _matching(
         "metadata": metadata,
     }
     flt = await authorize(request, "crons", "search", value)
-    return [
+    found = [
         cron
         for cron in await server.crons.all()
         if _visible(cron, flt)
@@ -312,6 +313,27 @@ async def _matching(
         and (enabled is None or cron.get("enabled") == enabled)
         and all((cron.get("metadata") or {}).get(k) == v for k, v in metadata.items())
     ]
+    return await _on_visible_threads(server, request, found, thread_id)
+
+
+async def _on_visible_threads(
+    server: FathomServer, request: Request, crons: list[dict[str, Any]], thread_id: str | None
+) -> list[dict[str, Any]]:
+    """``crons`` less those on a thread the caller may not see, as langgraph-api filters a
+    search: by the ``threads.read`` handler when the search names a thread, else by
+    ``threads.search``; a stateless cron has no thread to hide it."""
+    if thread_id is not None:
+        thread_flt = await authorize(request, "threads", "read", {"thread_id": thread_id})
+    else:
+        thread_flt = await authorize(request, "threads", "search", {})
+    if thread_flt is None:
+        return crons
+    kept: list[dict[str, Any]] = []
+    for cron in crons:
+        on = cron.get("thread_id")
+        if on is None or thread_visible(await server.records.get_thread(on), thread_flt):
+            kept.append(cron)
+    return kept
 
 
 def _sort_key(field: str) -> Any:
