@@ -116,7 +116,7 @@ def test_settings_fathom_uses_are_read_and_the_rest_reported_as_ignored(tmp_path
         "graphs": {"g": "./agent.py:graph"},
         "dependencies": ["."],
         "python_version": "3.12",
-        "auth": {"path": "./auth.py:auth"},
+        "auth": {"openapi": {"securitySchemes": {}}, "disable_studio_auth": True},
         "store": {"index": {"dims": 8, "embed": "fake:embed", "fields": ["text"]},
                   "ttl": {"default_ttl": 60, "sweep_interval_minutes": 5}},
         "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 10}},
@@ -130,11 +130,53 @@ def test_settings_fathom_uses_are_read_and_the_rest_reported_as_ignored(tmp_path
     assert deployment.store_ttl == {"default_ttl": 60, "sweep_interval_minutes": 5}
     assert deployment.cors_origins == ("https://ui.example",)
     ignored = "\n".join(deployment.ignored)
-    for key in ("python_version", "auth", "checkpointer.ttl", "http.cors.max_age",
+    for key in ("python_version", "auth.openapi", "auth.disable_studio_auth", "checkpointer.ttl",
+                "http.cors.max_age",
                 "http.disable_mcp", "mystery"):  # fmt: skip
         assert key in ignored
     assert "store.index" not in ignored
     assert "dependencies" not in ignored
+    assert deployment.auth is None
+
+
+AUTH_MODULE = '''
+from langgraph_sdk import Auth
+
+auth = Auth()
+not_auth = object()
+
+@auth.authenticate
+async def who(authorization: str | None):
+    return "someone"
+'''
+
+
+def test_auth_path_loads_the_auth_object_relative_to_the_file(tmp_path: Path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "auth.py").write_text(AUTH_MODULE)
+    path = write_project(tmp_path, {"graphs": {"g": "./agent.py:graph"},
+                                    "auth": {"path": "./sub/auth.py:auth"}})  # fmt: skip
+    deployment = load_deployment(path)
+    from langgraph_sdk import Auth
+
+    assert isinstance(deployment.auth, Auth)
+    assert not [line for line in deployment.ignored if line.startswith("auth")]
+
+
+def test_auth_path_to_something_else_names_the_key_and_the_fix(tmp_path: Path):
+    (tmp_path / "auth.py").write_text(AUTH_MODULE)
+    path = write_project(tmp_path, {"graphs": {"g": "./agent.py:graph"},
+                                    "auth": {"path": "./auth.py:not_auth"}})  # fmt: skip
+    message = _error(path)
+    assert "auth.path" in message and "langgraph_sdk.Auth" in message
+
+
+def test_an_authenticate_handler_asking_for_an_unknown_parameter_is_refused(tmp_path: Path):
+    (tmp_path / "auth.py").write_text(AUTH_MODULE.replace("authorization: str | None", "token"))
+    path = write_project(tmp_path, {"graphs": {"g": "./agent.py:graph"},
+                                    "auth": {"path": "./auth.py:auth"}})  # fmt: skip
+    message = _error(path)
+    assert "auth.path" in message and "'token'" in message and "authorization" in message
 
 
 def _error(path: Path) -> str:

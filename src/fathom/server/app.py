@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph_sdk import Auth
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -47,13 +49,26 @@ __all__ = ["create_app"]
 
 
 def _security(
-    api_key: str | None, cors_origins: Sequence[str], max_body_bytes: int
+    api_key: str | None,
+    cors_origins: Sequence[str],
+    max_body_bytes: int,
+    auth: Auth | None,
+    loopback_token: str,
 ) -> list[Middleware]:
     from fathom.server.security import security_middleware
 
-    return security_middleware(
-        api_key=api_key, cors_origins=cors_origins, max_body_bytes=max_body_bytes
+    middleware = security_middleware(
+        api_key=api_key,
+        cors_origins=cors_origins,
+        max_body_bytes=max_body_bytes,
+        loopback_token=loopback_token,
     )
+    if auth is not None:  # inside CORS and the API key, outside the body limit
+        from fathom.server.auth import AuthMiddleware
+
+        guard = Middleware(AuthMiddleware, auth=auth, loopback_token=loopback_token)
+        middleware.insert(len(middleware) - 1, guard)
+    return middleware
 
 
 def create_app(
@@ -68,6 +83,7 @@ def create_app(
     routes: Sequence[BaseRoute] = (),
     replica_database: str | None = None,
     lease_seconds: float = 30.0,
+    auth: Auth | None = None,
 ) -> Starlette:
     """An ASGI app serving ``graphs`` over the LangGraph Platform / Agent Protocol API.
 
@@ -83,6 +99,10 @@ def create_app(
     replica claims them, and a dead replica's runs are resumed by another once their lease of
     ``lease_seconds`` expires (``fathom.server.execution.replicas``). Without it, this server
     runs its runs itself and must be the only one on its storage.
+
+    ``auth``, a ``langgraph_sdk.Auth`` (``langgraph.json``'s ``auth.path``), names the caller
+    of every request and decides what each caller may see and do (``fathom.server.auth``).
+    With ``api_key`` too, the key is checked first, then ``auth``'s handlers run.
     """
     checkpointer = checkpointer if checkpointer is not None else InMemorySaver()
     store = store if store is not None else InMemoryStore()
@@ -98,6 +118,7 @@ def create_app(
     cron_store = cron_api.cron_store(store, replica_database)
     server = FathomServer(registry, checkpointer, store, records, manager, cron_store)
     scheduler = CronScheduler(cron_store, functools.partial(cron_api.fire, server))
+    loopback_token = secrets.token_urlsafe(32)  # proves a call comes from this app's own runs
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -126,7 +147,7 @@ def create_app(
             *routes,
             *web.routes,  # the page at / and its files under /ui/
         ],
-        middleware=_security(api_key, cors_origins, max_body_bytes),
+        middleware=_security(api_key, cors_origins, max_body_bytes, auth, loopback_token),
         exception_handlers={
             ApiError: api_error_handler,
             HTTPException: http_exception_handler,
@@ -135,5 +156,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.fathom = server
+    app.state.loopback_token = loopback_token  # for in_process_client(app, loopback=True)
     register_app(app)  # its runs' async subagents without a url call it in process
     return app

@@ -16,6 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import authorize
+from fathom.server.auth.filters import matches_filter
+from fathom.server.auth.guards import visible_assistant
 from fathom.server.context import server_of
 from fathom.server.errors import Conflict, Unprocessable, json_response
 from fathom.server.records import now_iso
@@ -36,12 +39,16 @@ async def search(request: Request) -> Response:
     graph_id, name = opt_str(body, "graph_id"), opt_str(body, "name")
     metadata = opt_dict(body, "metadata") or {}
     limit, offset = opt_int(body, "limit", 10), opt_int(body, "offset", 0)
+    flt = await authorize(request, "assistants", "search", {
+        "graph_id": graph_id, "metadata": metadata, "limit": limit, "offset": offset,
+    })  # fmt: skip
     found = [server.registry.assistant(g) for g in server.registry.names]
     found += await server.records.list_assistants()
     found = [
         a
         for a in found
-        if (graph_id is None or a["graph_id"] == graph_id)
+        if matches_filter(a["metadata"], flt)
+        and (graph_id is None or a["graph_id"] == graph_id)
         and (name is None or name in a["name"])
         and all(a["metadata"].get(k) == v for k, v in metadata.items())
     ]
@@ -53,14 +60,24 @@ async def count(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request)
     graph_id = opt_str(body, "graph_id")
-    every = server.registry.names + [a["graph_id"] for a in await server.records.list_assistants()]
-    return json_response(sum(1 for g in every if graph_id in (None, g)))
+    flt = await authorize(request, "assistants", "search", {"graph_id": graph_id})
+    every = [server.registry.assistant(g) for g in server.registry.names]
+    every += await server.records.list_assistants()
+    return json_response(
+        sum(
+            1
+            for a in every
+            if graph_id in (None, a["graph_id"]) and matches_filter(a["metadata"], flt)
+        )
+    )
 
 
 async def get_assistant(request: Request) -> Response:
     """``GET /assistants/{assistant_id}``."""
     server = await server_of(request)
-    return json_response(await server.assistant(request.path_params["assistant_id"]))
+    return json_response(
+        await visible_assistant(server, request, request.path_params["assistant_id"])
+    )
 
 
 async def create(request: Request) -> Response:
@@ -81,13 +98,20 @@ async def create(request: Request) -> Response:
             if if_exists == "raise":
                 raise Conflict(f"Assistant {assistant_id} already exists")
             return json_response(existing)
+    value: dict[str, Any] = {
+        "assistant_id": assistant_id, "graph_id": graph_id, "config": opt_dict(body, "config"),
+        "context": opt_dict(body, "context"), "metadata": opt_dict(body, "metadata") or {},
+        "if_exists": if_exists, "name": opt_str(body, "name"),
+        "description": opt_str(body, "description"),
+    }  # fmt: skip
+    await authorize(request, "assistants", "create", value)
     stamp = now_iso()
     assistant = {
         "assistant_id": assistant_id or str(uuid.uuid4()),
         "graph_id": graph_id,
         "config": opt_dict(body, "config") or {},
         "context": opt_dict(body, "context") or {},
-        "metadata": opt_dict(body, "metadata") or {},
+        "metadata": value["metadata"] or {},
         "name": opt_str(body, "name") or "Untitled",
         "description": opt_str(body, "description"),
         "version": 1,
@@ -97,20 +121,22 @@ async def create(request: Request) -> Response:
     return json_response(await server.records.put_assistant(assistant))
 
 
-async def _created(request: Request) -> dict[str, Any]:
+async def _created(
+    request: Request, action: str, value: dict[str, Any] | None = None
+) -> dict[str, Any]:
     server = await server_of(request)
     assistant_id = request.path_params["assistant_id"]
     if server.registry.knows(assistant_id):
         raise Conflict(f"Assistant {assistant_id!r} is a graph's own assistant; it cannot change")
-    found = await server.assistant(assistant_id)
-    return found
+    return await visible_assistant(server, request, assistant_id, action, value)
 
 
 async def update(request: Request) -> Response:
     """``PATCH /assistants/{assistant_id}``: replace config/context/name; merge metadata."""
     server = await server_of(request)
-    assistant = await _created(request)
     body = await read_json(request)
+    event = {"metadata": opt_dict(body, "metadata") or {}, "graph_id": opt_str(body, "graph_id")}
+    assistant = await _created(request, "update", event)
     if graph_id := opt_str(body, "graph_id"):
         assistant["graph_id"] = server.registry.resolve(graph_id, status=422)
     for key in ("config", "context"):
@@ -119,7 +145,7 @@ async def update(request: Request) -> Response:
     for key in ("name", "description"):
         if (text := opt_str(body, key)) is not None:
             assistant[key] = text
-    assistant["metadata"] = {**assistant["metadata"], **(opt_dict(body, "metadata") or {})}
+    assistant["metadata"] = {**assistant["metadata"], **event["metadata"]}
     assistant["version"] += 1
     assistant["updated_at"] = now_iso()
     return json_response(await server.records.put_assistant(assistant))
@@ -128,7 +154,7 @@ async def update(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /assistants/{assistant_id}`` (created assistants only)."""
     server = await server_of(request)
-    assistant = await _created(request)
+    assistant = await _created(request, "delete")
     await server.records.delete_assistant(assistant["assistant_id"])
     return Response(status_code=204)
 
@@ -137,6 +163,7 @@ async def schemas(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/schemas``: input, output, state, config, context."""
     server = await server_of(request)
     graph_id = server.registry.resolve(request.path_params["assistant_id"])
+    await visible_assistant(server, request, request.path_params["assistant_id"])
     graph = await server.registry.graph(graph_id)
     return json_response(
         {
@@ -182,7 +209,8 @@ def _safe(fn: Any) -> Any:
 async def graph_view(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/graph``: nodes and edges (``xray`` for subgraphs)."""
     server = await server_of(request)
-    graph_id = (await server.assistant(request.path_params["assistant_id"]))["graph_id"]
+    assistant_id = request.path_params["assistant_id"]
+    graph_id = (await visible_assistant(server, request, assistant_id))["graph_id"]
     graph = await server.registry.graph(graph_id)
     raw = request.query_params.get("xray", "false").lower()
     xray: bool | int = int(raw) if raw.isdigit() else raw in ("true", "1")

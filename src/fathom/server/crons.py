@@ -10,6 +10,15 @@ cron's id under ``config.configurable.cron_id``, as LangGraph's server does). Ea
 (``fathom.server.execution.cron_scheduler``) submits an ordinary run from that payload through
 `start_run`, the path ``POST /threads/{id}/runs`` takes, with the cron's metadata and its
 ``cron_id`` in the run's metadata: the run streams, joins and lists like any other.
+
+With custom auth (``fathom.server.auth``), each route asks the ``crons`` handler for its action
+(``create``, ``read``, ``update``, ``delete``, ``search``) as langgraph-api does: ``create`` may
+add metadata (an owner), and a cron its filter hides is unknown (404, left out of searches). A
+cron for a thread needs that thread to be visible to the caller, and searches leave out the
+crons of threads the caller may not see. The creator's identity is the
+record's ``user_id`` and sits in its payload's ``config.configurable`` (the keys
+``attach_identity`` writes), so every tick runs as the user who made the cron and the graph
+sees them as ``runtime.server_info.user``; a ``PATCH`` cannot change it.
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import Filter, authorize, request_user
+from fathom.server.auth.filters import matches_filter
+from fathom.server.auth.guards import thread_visible, visible_thread
+from fathom.server.auth.run_config import AUTH_CONFIG_KEYS, attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
 from fathom.server.execution.cron_schedule import (
@@ -83,7 +96,7 @@ def _utc(value: object, field: str) -> str | None:
 
 
 async def _create(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None
+    server: FathomServer, request: Request, body: dict[str, Any], thread_id: str | None
 ) -> dict[str, Any]:
     timezone = check_timezone(body.get("timezone"))
     schedule = check_schedule(body.get("schedule"))
@@ -97,7 +110,7 @@ async def _create(
         raise Unprocessable("'assistant_id' is required")
     assistant = await server.assistant(requested)
     if thread_id is not None:
-        thread_id = (await server.thread(thread_id))["thread_id"]
+        thread_id = (await visible_thread(server, request, thread_id))["thread_id"]
     cron_id = str(uuid.uuid4())
     payload = {key: value for key, value in body.items() if value is not None}
     payload["assistant_id"] = assistant["assistant_id"]
@@ -105,12 +118,28 @@ async def _create(
     config["configurable"] = {**(config.get("configurable") or {}), "cron_id": cron_id}
     payload["config"] = config
     await check_run_body(server, _run_body(payload))
+    identity = request_user(request)
+    user_id = identity[0].identity if identity is not None else None
+    value = {
+        "payload": payload,
+        "schedule": schedule,
+        "cron_id": cron_id,
+        "thread_id": thread_id,
+        "user_id": user_id,
+        "end_time": end_time,
+        "metadata": metadata,
+    }
+    await authorize(request, "crons", "create", value)
+    if isinstance(value.get("metadata"), dict):
+        metadata = value["metadata"]  # with what the handler added (an owner)
+    if identity is not None:  # every tick runs as the creator
+        attach_identity(config, identity)
     now = datetime.now(UTC)
     cron = {
         "cron_id": cron_id,
         "assistant_id": assistant["assistant_id"],
         "thread_id": thread_id,
-        "user_id": None,
+        "user_id": user_id,
         "end_time": end_time,
         "schedule": schedule,
         "timezone": timezone,
@@ -129,20 +158,39 @@ async def _create(
 async def create(request: Request) -> Response:
     """``POST /runs/crons``: a cron whose ticks each run on a new thread."""
     server = await server_of(request)
-    return json_response(await _create(server, await read_json(request, allow_empty=False), None))
+    body = await read_json(request, allow_empty=False)
+    return json_response(await _create(server, request, body, None))
 
 
 async def create_for_thread(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/crons``: a cron whose ticks run on that thread."""
     server = await server_of(request)
     body = await read_json(request, allow_empty=False)
-    return json_response(await _create(server, body, request.path_params["thread_id"]))
+    return json_response(await _create(server, request, body, request.path_params["thread_id"]))
 
 
-async def _cron(server: FathomServer, request: Request) -> dict[str, Any]:
+def _visible(cron: dict[str, Any], flt: Filter | None) -> bool:
+    """Whether the ``crons`` handler's filter ``flt`` lets the caller see ``cron``."""
+    return flt is None or matches_filter(cron.get("metadata") or {}, flt)
+
+
+async def _cron(
+    server: FathomServer,
+    request: Request,
+    action: str = "read",
+    value: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The cron of the path, after the ``crons`` handler for ``action`` allowed it; else 404.
+
+    ``value`` is what the handler sees besides ``cron_id`` (it may change it).
+    """
     cron_id = check_id(request.path_params["cron_id"], "cron")
+    if value is None:
+        value = {}
+    value["cron_id"] = cron_id
+    flt = await authorize(request, "crons", action, value)
     cron = await server.crons.get(cron_id)
-    if cron is None:
+    if cron is None or not _visible(cron, flt):
         raise NotFound(f"Cron {cron_id} not found")
     return cron
 
@@ -154,11 +202,18 @@ async def get(request: Request) -> Response:
 
 
 def _merge_payload(cron: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-    """The cron's payload under the patch's keys; its assistant and cron id stay."""
+    """The cron's payload under the patch's keys; its assistant, cron id and creator stay."""
     old = cron["payload"]
     merged = {**old, **body, "assistant_id": old["assistant_id"]}
     config = dict(merged.get("config") or {})
-    config["configurable"] = {**(config.get("configurable") or {}), "cron_id": cron["cron_id"]}
+    creator = (old.get("config") or {}).get("configurable") or {}
+    given = config.get("configurable") or {}
+    configurable = {
+        **{k: v for k, v in given.items() if k not in AUTH_CONFIG_KEYS},
+        **{k: creator[k] for k in AUTH_CONFIG_KEYS if k in creator},  # the creator stays
+        "cron_id": cron["cron_id"],
+    }
+    config["configurable"] = configurable
     merged["config"] = config
     return merged
 
@@ -169,7 +224,13 @@ async def patch(request: Request) -> Response:
     body = await read_json(request, allow_empty=False)
     if not body:
         raise Unprocessable("Pass at least one field to change")
-    cron = await _cron(server, request)
+    value = {key: body.get(key) for key in ("schedule", "end_time", "enabled", "on_run_completed")}
+    value["payload"] = _run_body(body)
+    if body.get("metadata") is not None:
+        value["metadata"] = body["metadata"]
+    cron = await _cron(server, request, "update", value)
+    if isinstance(value.get("metadata"), dict):  # with what the handler added (an owner)
+        body = {**body, "metadata": value["metadata"]}
     schedule = check_schedule(body["schedule"]) if body.get("schedule") is not None else None
     timezone = check_timezone(body.get("timezone"))
     end_time = _utc(body.get("end_time"), "end_time")
@@ -208,9 +269,9 @@ async def patch(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /runs/crons/{cron_id}``: no tick after this one fires."""
     server = await server_of(request)
-    cron_id = check_id(request.path_params["cron_id"], "cron")
-    if not await server.crons.delete(cron_id):
-        raise NotFound(f"Cron {cron_id} not found")
+    cron = await _cron(server, request, "delete")
+    if not await server.crons.delete(cron["cron_id"]):
+        raise NotFound(f"Cron {cron['cron_id']} not found")
     return Response(status_code=204)
 
 
@@ -225,21 +286,54 @@ async def _assistant_filter(server: FathomServer, body: dict[str, Any]) -> str |
         return requested
 
 
-async def _matching(server: FathomServer, body: dict[str, Any]) -> list[dict[str, Any]]:
+async def _matching(
+    server: FathomServer, request: Request, body: dict[str, Any], limit: int, offset: int
+) -> list[dict[str, Any]]:
+    """The crons matching the body's filters that the ``crons.search`` handler lets through."""
     assistant_id = await _assistant_filter(server, body)
     thread_id = opt_str(body, "thread_id")
     enabled = body.get("enabled")
     if enabled is not None:
         enabled = opt_bool(body, "enabled")
     metadata = opt_dict(body, "metadata") or {}
-    return [
+    value = {
+        "assistant_id": assistant_id,
+        "thread_id": thread_id,
+        "limit": limit,
+        "offset": offset,
+        "metadata": metadata,
+    }
+    flt = await authorize(request, "crons", "search", value)
+    found = [
         cron
         for cron in await server.crons.all()
-        if (assistant_id is None or cron["assistant_id"] == assistant_id)
+        if _visible(cron, flt)
+        and (assistant_id is None or cron["assistant_id"] == assistant_id)
         and (thread_id is None or cron.get("thread_id") == thread_id)
         and (enabled is None or cron.get("enabled") == enabled)
         and all((cron.get("metadata") or {}).get(k) == v for k, v in metadata.items())
     ]
+    return await _on_visible_threads(server, request, found, thread_id)
+
+
+async def _on_visible_threads(
+    server: FathomServer, request: Request, crons: list[dict[str, Any]], thread_id: str | None
+) -> list[dict[str, Any]]:
+    """``crons`` less those on a thread the caller may not see, as langgraph-api filters a
+    search: by the ``threads.read`` handler when the search names a thread, else by
+    ``threads.search``; a stateless cron has no thread to hide it."""
+    if thread_id is not None:
+        thread_flt = await authorize(request, "threads", "read", {"thread_id": thread_id})
+    else:
+        thread_flt = await authorize(request, "threads", "search", {})
+    if thread_flt is None:
+        return crons
+    kept: list[dict[str, Any]] = []
+    for cron in crons:
+        on = cron.get("thread_id")
+        if on is None or thread_visible(await server.records.get_thread(on), thread_flt):
+            kept.append(cron)
+    return kept
 
 
 def _sort_key(field: str) -> Any:
@@ -259,7 +353,7 @@ async def search(request: Request) -> Response:
     for field in select or ():
         if field not in _FIELDS:
             raise Unprocessable(f"Unknown field {field!r} in 'select'; expected {_FIELDS}")
-    found = await _matching(server, body)
+    found = await _matching(server, request, body, limit, offset)
     found.sort(key=_sort_key(sort_by), reverse=sort_order == "desc")
     page = found[offset : offset + limit]
     if select:
@@ -274,7 +368,8 @@ async def count(request: Request) -> Response:
     """``POST /runs/crons/count``: how many crons match ``assistant_id``, ``thread_id``,
     ``metadata``."""
     server = await server_of(request)
-    return json_response(len(await _matching(server, await read_json(request))))
+    body = await read_json(request)
+    return json_response(len(await _matching(server, request, body, 0, 0)))
 
 
 async def fire(server: FathomServer, firing: Firing) -> None:

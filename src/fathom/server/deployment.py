@@ -18,10 +18,14 @@ machine (the format is documented at https://docs.langchain.com/langsmith/cli#co
   `store.ttl` (`default_ttl`, `refresh_on_read`, `sweep_interval_minutes`) are passed to the
   store by `open_storage`.
 - `http.cors.allow_origins` becomes the server's CORS origins.
+- `auth.path`: `"./auth.py:auth"` (relative to the file's folder) or `"package.module:auth"`,
+  a `langgraph_sdk.Auth` whose handlers name each caller and decide what they may see and do
+  (`fathom.server.auth`). `auth.disable_studio_auth`, `auth.openapi` and `auth.cache` are
+  accepted and have no effect here (there is no Studio login and no OpenAPI page to secure).
 
 Everything else is reported in `Deployment.ignored`, one line per key, which `fathom serve`
 prints at start-up: container-build keys (`python_version`, `dockerfile_lines`, ...) only matter
-to image builds, and `auth`, `checkpointer.ttl`, `webhooks`, `ui` and most of `http` are not
+to image builds, and `checkpointer.ttl`, `webhooks`, `ui` and most of `http` are not
 implemented by fathom's server. A mistake the user can fix raises `DeploymentError`, whose message
 names the file, the key and what to do.
 """
@@ -43,6 +47,7 @@ from typing import Any, cast
 
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
+from langgraph_sdk import Auth
 
 from fathom.errors import FathomError
 from fathom.server.graphs import GraphSource
@@ -57,12 +62,14 @@ BUILD_KEYS = frozenset({
 })  # fmt: skip
 """Keys that only shape a container image (`langgraph build`); a local server ignores them."""
 
-UNSUPPORTED_KEYS = frozenset({"auth", "encryption", "priority", "webhooks", "ui"})
+UNSUPPORTED_KEYS = frozenset({"encryption", "priority", "webhooks", "ui"})
 """Platform features fathom's server does not implement."""
 
 STORE_KEYS = frozenset({"index", "ttl"})
 INDEX_KEYS = frozenset({"dims", "embed", "fields"})
 TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes"})
+AUTH_NOOP_KEYS = frozenset({"disable_studio_auth", "openapi", "cache"})
+"""`auth` keys langgraph-api reads that change nothing on fathom's server."""
 
 
 class DeploymentError(FathomError):
@@ -89,6 +96,8 @@ class Deployment:
     """`store.ttl`, for `open_storage(ttl=...)`."""
     cors_origins: tuple[str, ...] = ()
     """`http.cors.allow_origins`."""
+    auth: Auth | None = None
+    """The `langgraph_sdk.Auth` that `auth.path` names."""
     ignored: list[str] = field(default_factory=list)
     """One line per setting that was read but has no effect here, for the start-up report."""
 
@@ -172,8 +181,11 @@ def _import_target(path: Path, key: str, spec: str) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError:
-        graphs = sorted(n for n, v in vars(module).items()
-                        if isinstance(v, Pregel | StateGraph) and not n.startswith("_"))
+        graphs = sorted(
+            n
+            for n, v in vars(module).items()
+            if isinstance(v, Pregel | StateGraph) and not n.startswith("_")
+        )
         hint = f"; graphs it defines: {', '.join(graphs)}" if graphs else ""
         raise _fail(path, key, f"{target} has no attribute {attr!r}{hint}") from None
 
@@ -233,7 +245,7 @@ def _store_settings(path: Path, raw: Any, deployment: Deployment) -> None:
     ttl = raw.get("ttl")
     if ttl is not None:
         if not isinstance(ttl, Mapping):
-            raise _fail(path, "store.ttl", "expected an object such as {\"default_ttl\": 60}")
+            raise _fail(path, "store.ttl", 'expected an object such as {"default_ttl": 60}')
         _note_section(deployment.ignored, "store.ttl", ttl, TTL_KEYS)
         deployment.store_ttl = {k: v for k, v in ttl.items() if k in TTL_KEYS}
 
@@ -255,6 +267,34 @@ def _http_settings(path: Path, raw: Any, deployment: Deployment) -> None:
         raise _fail(path, "http.cors.allow_origins", 'expected a list of origins, e.g. '
                     '["https://ui.example.com"]')  # fmt: skip
     deployment.cors_origins = tuple(origins)
+
+
+def _auth_settings(path: Path, raw: Any, deployment: Deployment) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise _fail(path, "auth", 'expected an object such as {"path": "./auth.py:auth"}')
+    for key in raw:
+        if key in AUTH_NOOP_KEYS:
+            deployment.ignored.append(f"auth.{key}: accepted; no effect on fathom serve")
+        elif key != "path":
+            deployment.ignored.append(f"auth.{key}: not supported by fathom serve; ignored")
+    spec = raw.get("path")
+    if spec is None:
+        return
+    if not isinstance(spec, str):
+        raise _fail(path, "auth.path", 'expected "./auth.py:auth" or "package.module:auth"')
+    value = _import_target(path, "auth.path", spec)
+    if not isinstance(value, Auth):
+        raise _fail(path, "auth.path", f"{spec} is a {type(value).__name__}, not a "
+                    "langgraph_sdk.Auth: point it at `auth = Auth()` in your module")  # fmt: skip
+    from fathom.server.auth.authenticate import check_authenticator
+
+    try:
+        check_authenticator(value)
+    except TypeError as error:
+        raise _fail(path, "auth.path", str(error)) from None
+    deployment.auth = value
 
 
 def load_deployment(path: Path | str) -> Deployment:
@@ -285,11 +325,11 @@ def load_deployment(path: Path | str) -> Deployment:
             deployment.ignored.append(f"{key}: only used to build container images; ignored")
         elif key in UNSUPPORTED_KEYS:
             deployment.ignored.append(f"{key}: not supported by fathom serve; ignored")
-        elif key not in {"graphs", "env", "dependencies", "store", "checkpointer", "http"}:
+        elif key not in {"graphs", "env", "dependencies", "store", "checkpointer", "http", "auth"}:
             deployment.ignored.append(f"{key}: unknown key; ignored")
     deps = config.get("dependencies", [])
     if not isinstance(deps, list):
-        raise _fail(path, "dependencies", "expected a list such as [\".\"]")
+        raise _fail(path, "dependencies", 'expected a list such as ["."]')
     deployment.dependencies = [str(d) for d in deps]
     checkpointer = config.get("checkpointer")
     if isinstance(checkpointer, Mapping):
@@ -306,6 +346,7 @@ def load_deployment(path: Path | str) -> Deployment:
         sys.path.insert(0, folder)
     _store_settings(path, config.get("store"), deployment)
     _http_settings(path, config.get("http"), deployment)
+    _auth_settings(path, config.get("auth"), deployment)
 
     for name, entry in graphs_raw.items():
         name = str(name)

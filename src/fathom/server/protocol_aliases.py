@@ -13,6 +13,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fathom.server import assistants, runs
+from fathom.server.auth.authorize import authorize
+from fathom.server.auth.guards import run_visible
 from fathom.server.context import server_of
 from fathom.server.errors import json_response
 from fathom.server.validation import opt_int, opt_str, read_json
@@ -25,6 +27,10 @@ async def search_runs(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request)
     found = await server.records.list_runs(opt_str(body, "thread_id"), opt_str(body, "status"))
+    flt = await authorize(request, "threads", "read", {"thread_id": opt_str(body, "thread_id")})
+    if flt is not None:
+        threads = {r["thread_id"]: await server.records.get_thread(r["thread_id"]) for r in found}
+        found = [r for r in found if run_visible(r, threads[r["thread_id"]], flt)]
     limit, offset = opt_int(body, "limit", 10), opt_int(body, "offset", 0)
     return json_response(found[offset : offset + limit])
 

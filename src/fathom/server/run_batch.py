@@ -2,7 +2,10 @@
 
 The body is a JSON array of ``POST /runs`` payloads. Every item is checked (assistant, input,
 stream modes...) before any run starts, so one bad item answers its error, with the item's
-index in the detail, and creates nothing. The answer is the list of runs, in the order of
+index in the detail, and creates nothing. With custom auth, each item is authorized as a
+stateless run create (the ``threads.create_run`` handler, as langgraph-api does) in that same
+first pass, so a refused item refuses the whole batch before any run starts (langgraph dev
+starts the items it allowed). The answer is the list of runs, in the order of
 the items, as langgraph-api answers it.
 """
 
@@ -17,7 +20,7 @@ from starlette.routing import Route
 
 from fathom.server.context import server_of
 from fathom.server.errors import ApiError, Unprocessable, json_response
-from fathom.server.runs import parse_stateless, submit_stateless
+from fathom.server.runs import StatelessRun, parse_stateless, submit_stateless
 
 __all__ = ["routes"]
 
@@ -46,14 +49,13 @@ async def create_batch(request: Request) -> Response:
     """``POST /runs/batch``: validate every payload, then start each as ``POST /runs`` does."""
     server = await server_of(request)
     items = await _read_items(request)
-    parsed: list[dict[str, Any]] = []
+    parsed: list[StatelessRun] = []
     for index, item in enumerate(items):
         try:
-            parsed.append(await parse_stateless(server, item))
+            parsed.append(await parse_stateless(server, item, request=request))
         except ApiError as exc:
             raise type(exc)(f"Run {index} of the batch: {exc.detail}", exc.status) from None
-    pairs = zip(items, parsed, strict=True)
-    return json_response([await submit_stateless(server, item, run) for item, run in pairs])
+    return json_response([await submit_stateless(server, run) for run in parsed])
 
 
 routes = [Route("/runs/batch", create_batch, methods=["POST"])]

@@ -8,14 +8,18 @@ body, which makes them the Agent Protocol's own ``POST /runs`` family.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import authorize, request_user
+from fathom.server.auth.guards import run_visible, thread_visible, visible_thread
+from fathom.server.auth.run_config import Identity, attach_identity
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import NotFound, Unprocessable, json_response
 from fathom.server.records import now_iso
@@ -130,42 +134,108 @@ async def check_run_body(server: FathomServer, body: dict[str, Any]) -> None:
 
 
 async def start_run(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None, run_id: str | None = None
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str | None,
+    run_id: str | None = None,
+    *,
+    request: HTTPConnection | None = None,
+    identity: Identity | None = None,
 ) -> dict[str, Any]:
     """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
+    With ``request`` and custom auth, the ``threads.create_run`` handler decides (a thread it
+    filters out is a 404), and the caller's identity goes into the run's config. Without a
+    request, ``identity`` (a cron's creator) is the one the run gets.
     """
     if thread_id is None:
-        run = await parse_stateless(server, body, run_id)
-        return await submit_stateless(server, body, run)
+        parsed = await parse_stateless(server, body, run_id, request=request, identity=identity)
+        return await submit_stateless(server, parsed)
     thread_id = check_id(thread_id, "thread")
     existing = await server.records.get_thread(thread_id)
-    create = opt_enum(body, "if_not_exists", ("reject", "create"), "reject") == "create"
-    if existing is None and not create:
+    if_not_exists = opt_enum(body, "if_not_exists", ("reject", "create"), "reject")
+    if existing is None and if_not_exists != "create":
         raise NotFound(f"Thread with ID {thread_id} not found")
     run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
-    thread = existing or await server.records.new_thread(thread_id, None)
+    added = await _authorize_run(request, run, existing, if_not_exists)
+    thread = existing or await server.records.new_thread(thread_id, added or None)
+    _attach_caller(run, request, identity)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatelessRun:
+    """A checked stateless run, not yet written: its record and its temporary thread's metadata."""
+
+    run: dict[str, Any]
+    thread_metadata: dict[str, Any] | None
 
 
 async def parse_stateless(
-    server: FathomServer, body: dict[str, Any], run_id: str | None = None
-) -> dict[str, Any]:
-    """Check a stateless run's ``body`` and build its run record; nothing is written yet."""
+    server: FathomServer,
+    body: dict[str, Any],
+    run_id: str | None = None,
+    *,
+    request: HTTPConnection | None = None,
+    identity: Identity | None = None,
+) -> StatelessRun:
+    """Check a stateless run's ``body`` and build its run record; nothing is written yet.
+
+    With ``request`` and custom auth, the ``threads.create_run`` handler has allowed it (or
+    raised), and what it added to the metadata (an owner) is the temporary thread's too.
+    """
     on_completion = opt_enum(body, "on_completion", ("delete", "keep"), "delete")
     temporary = on_completion == "delete"
-    return await _parse(server, body, str(uuid.uuid4()), temporary=temporary, run_id=run_id)
+    run = await _parse(server, body, str(uuid.uuid4()), temporary=temporary, run_id=run_id)
+    added = await _authorize_run(request, run, None, "create")
+    _attach_caller(run, request, identity)
+    metadata = {**(opt_dict(body, "metadata") or {}), **added}
+    return StatelessRun(run, metadata or None)
 
 
-async def submit_stateless(
-    server: FathomServer, body: dict[str, Any], run: dict[str, Any]
-) -> dict[str, Any]:
-    """Create the temporary thread of ``run`` (from :func:`parse_stateless`) and submit it."""
-    thread = await server.records.new_thread(run["thread_id"], opt_dict(body, "metadata"))
+async def submit_stateless(server: FathomServer, parsed: StatelessRun) -> dict[str, Any]:
+    """Create the temporary thread of a run from :func:`parse_stateless` and submit it."""
+    run = parsed.run
+    thread = await server.records.new_thread(run["thread_id"], parsed.thread_metadata)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)
+
+
+def _attach_caller(
+    run: dict[str, Any], request: HTTPConnection | None, identity: Identity | None
+) -> None:
+    """Put the request's caller (else ``identity``) into the run's config, when there is one."""
+    if request is not None:
+        identity = request_user(request)
+    if identity is not None:
+        attach_identity(run["kwargs"]["config"], identity)
+
+
+async def _authorize_run(
+    request: HTTPConnection | None,
+    run: dict[str, Any],
+    thread: dict[str, Any] | None,
+    if_not_exists: str,
+) -> dict[str, Any]:
+    """Run the ``threads.create_run`` handler; 404 if it filters out ``thread``.
+
+    Answers the metadata keys the handler added to the run's (an owner), which a thread the
+    run creates starts with, as langgraph-api does.
+    """
+    if request is None:
+        return {}
+    before = dict(run["metadata"])
+    value = {**run, "if_not_exists": if_not_exists}
+    flt = await authorize(request, "threads", "create_run", value)
+    if thread is not None and not thread_visible(thread, flt):
+        raise NotFound(f"Thread with ID {thread['thread_id']} not found")
+    after = value.get("metadata")
+    if not isinstance(after, dict):
+        return {}
+    run["metadata"] = after
+    return {k: v for k, v in after.items() if k not in before or before[k] != v}
 
 
 def _inherit_thread_metadata(run: dict[str, Any], thread: dict[str, Any]) -> None:
@@ -214,7 +284,10 @@ async def create(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs``: start a background run."""
     server = await server_of(request)
     run = await start_run(
-        server, await read_json(request, allow_empty=False), request.path_params["thread_id"]
+        server,
+        await read_json(request, allow_empty=False),
+        request.path_params["thread_id"],
+        request=request,
     )
     return json_response(run, headers={"Content-Location": _location(run, False)})
 
@@ -229,7 +302,7 @@ async def _stream(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
     body = await read_json(request, allow_empty=False)
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request=request)
     cancel = run["kwargs"]["on_disconnect"] == "cancel"
     location = _location(run, stateless)
     return sse_response(
@@ -247,7 +320,9 @@ async def wait(request: Request) -> Response:
 async def _wait(
     server: FathomServer, request: Request, thread_id: str | None, *, stateless: bool
 ) -> Response:
-    run = await start_run(server, await read_json(request, allow_empty=False), thread_id)
+    run = await start_run(
+        server, await read_json(request, allow_empty=False), thread_id, request=request
+    )
     location = _location(run, stateless)
     output = await server.runs.output(run)
     return json_response(
@@ -258,7 +333,7 @@ async def _wait(
 async def list_runs(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs``: newest first; ``limit``, ``offset``, ``status``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     status = request.query_params.get("status")
     if status is not None and status not in _RUN_STATUSES:
         raise Unprocessable(f"Unknown run status {status!r}")
@@ -267,12 +342,24 @@ async def list_runs(request: Request) -> Response:
     return json_response(runs[offset : offset + limit])
 
 
-async def _run(server: FathomServer, request: Request, scoped: bool) -> dict[str, Any]:
+async def _run(
+    server: FathomServer, request: Request, scoped: bool, action: str = "read"
+) -> dict[str, Any]:
+    """The run; with custom auth, only if its thread's handler for ``action`` lets the caller."""
     thread_id = None
     if scoped:
-        thread_id = (await server.thread(request.path_params["thread_id"]))["thread_id"]
+        thread = await visible_thread(server, request, request.path_params["thread_id"], action)
+        thread_id = thread["thread_id"]
     run_id = check_id(request.path_params["run_id"], "run")
-    return await server.runs.get_run(thread_id, run_id)
+    run = await server.runs.get_run(thread_id, run_id)
+    if not scoped:
+        value = {"thread_id": run["thread_id"], "run_id": run_id}
+        flt = await authorize(request, "threads", action, value)
+        if flt is not None and not run_visible(
+            run, await server.records.get_thread(run["thread_id"]), flt
+        ):
+            raise NotFound(f"Run {run_id} not found")
+    return run
 
 
 async def get_run(request: Request) -> Response:
@@ -305,7 +392,7 @@ async def join_stream(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     """``POST .../runs/{run_id}/cancel``: ``wait=1`` blocks until the run stopped."""
     server = await server_of(request)
-    run = await _run(server, request, "thread_id" in request.path_params)
+    run = await _run(server, request, "thread_id" in request.path_params, "update")
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise Unprocessable("'action' must be 'interrupt' or 'rollback'")
@@ -321,7 +408,7 @@ async def cancel(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}/runs/{run_id}``: an active run is cancelled first."""
     server = await server_of(request)
-    run = await _run(server, request, True)
+    run = await _run(server, request, True, "delete")
     if await server.runs.cancel(run["run_id"]):
         await server.runs.wait(run["run_id"])
     await server.records.delete_run(run["run_id"])
@@ -334,7 +421,7 @@ async def create_stateless(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request, allow_empty=False)
     thread_id = opt_str(body, "thread_id")
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request=request)
     return json_response(run, headers={"Content-Location": _location(run, thread_id is None)})
 
 
@@ -377,8 +464,13 @@ async def cancel_many(request: Request) -> Response:
         ids = {check_id(run_id, "run") for run_id in run_ids}
         runs = await server.records.list_runs(check_id(thread_id, "thread"))
         candidates = [r for r in runs if r["run_id"] in ids]
+    flt = await authorize(request, "threads", "update", {"thread_id": thread_id})
     cancelled = 0
     for run in candidates:
+        if flt is not None and not run_visible(
+            run, await server.records.get_thread(run["thread_id"]), flt
+        ):
+            continue  # another caller's run: as if it did not exist
         cancelled += await server.runs.cancel(run["run_id"], action)
     if not cancelled:
         raise NotFound("No active runs matched: they are unknown, finished or deleted")

@@ -10,7 +10,9 @@
    SDK and LangSmith use) or `Authorization: Bearer KEY`. No key: 401; a wrong key: 403; both
    answer JSON `{"detail": ...}` naming the header to send. Keys are compared in constant time.
    `GET /ok` stays open so that load balancers and health checks need no secret; it reveals
-   nothing but that the server is up.
+   nothing but that the server is up. A call that carries the app's own loopback secret (code
+   inside one of its runs calling it in process, `in_process_client(app, loopback=True)`)
+   passes too.
 3. The body limit: a request whose body exceeds `max_body_bytes` gets 413 with a JSON detail.
    `Content-Length` is checked up front, and the body is counted as it streams, so a chunked
    upload without a length is stopped at the limit too, before the app sees more of it.
@@ -29,6 +31,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fathom.errors import FathomError
+from fathom.hosting.client import LOOPBACK_HEADER
 
 __all__ = [
     "OPEN_PATHS",
@@ -72,12 +75,28 @@ def _header(scope: Scope, name: bytes) -> str | None:
 class ApiKeyMiddleware:
     """Refuses HTTP requests that do not carry the server's API key (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, api_key: str, open_paths: frozenset[str] = OPEN_PATHS):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str,
+        open_paths: frozenset[str] = OPEN_PATHS,
+        loopback_token: str | None = None,
+    ):
         if not api_key:
             raise ValueError("ApiKeyMiddleware needs a non-empty api_key")
         self.app = app
         self._key = api_key.encode()
         self._open_paths = open_paths
+        self._loopback = loopback_token.encode() if loopback_token else None
+
+    def _is_loopback(self, scope: Scope) -> bool:
+        presented = _header(scope, LOOPBACK_HEADER.encode())
+        return (
+            self._loopback is not None
+            and presented is not None
+            and hmac.compare_digest(presented.encode("latin-1"), self._loopback)
+        )
 
     def _presented(self, scope: Scope) -> str | None:
         key = _header(scope, b"x-api-key")
@@ -91,7 +110,11 @@ class ApiKeyMiddleware:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in self._open_paths:
+        if (
+            scope["type"] != "http"
+            or scope.get("path") in self._open_paths
+            or self._is_loopback(scope)
+        ):
             await self.app(scope, receive, send)
             return
         presented = self._presented(scope)
@@ -178,6 +201,7 @@ def security_middleware(
     api_key: str | None,
     cors_origins: Sequence[str],
     max_body_bytes: int,
+    loopback_token: str | None = None,
 ) -> list[Middleware]:
     """The middleware for `Starlette(middleware=...)`, outermost first (see the module docstring).
 
@@ -197,6 +221,8 @@ def security_middleware(
             expose_headers=list(EXPOSED_HEADERS),
         ))  # fmt: skip
     if api_key:
-        middleware.append(Middleware(ApiKeyMiddleware, api_key=api_key))
+        middleware.append(
+            Middleware(ApiKeyMiddleware, api_key=api_key, loopback_token=loopback_token)
+        )
     middleware.append(Middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes))
     return middleware

@@ -107,13 +107,25 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve anywhere
 
 
+def _has_custom_auth(config: Path) -> bool:
+    """Whether the deployment file names an `auth.path` (its handlers then guard every call)."""
+    try:
+        raw = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # load_deployment reports the file's problem
+    auth = raw.get("auth") if isinstance(raw, dict) else None
+    return isinstance(auth, dict) and isinstance(auth.get("path"), str)
+
+
 def _check(options: ServeOptions) -> Path:
     """The deployment file; raises `ServeError` for options that must change."""
-    if not options.api_key and not is_loopback(options.host):
+    guarded = _has_custom_auth(options.config or Path("langgraph.json"))
+    if not options.api_key and not guarded and not is_loopback(options.host):
         raise ServeError(
             f"refusing to listen on {options.host} without an API key: anyone who can reach it "
             f"could run the graphs. Set one with --api-key KEY or {API_KEY_ENV}=KEY (clients "
-            "send it as the x-api-key header), or bind to 127.0.0.1."
+            "send it as the x-api-key header), give langgraph.json an `auth` with handlers, "
+            "or bind to 127.0.0.1."
         )
     if options.jobs < 1:
         raise ServeError(f"--jobs must be at least 1, not {options.jobs}")
@@ -128,6 +140,18 @@ def _check(options: ServeOptions) -> Path:
         raise ServeError(f"no deployment file {config}{hint} (a langgraph.json with a `graphs` "
                          "section, as for `langgraph dev`)")  # fmt: skip
     return config.resolve()
+
+
+def _check_auth(options: ServeOptions, auth: Any) -> None:
+    """An `auth` without an authenticate handler names nobody, so it guards nothing."""
+    if auth is None or options.api_key or is_loopback(options.host):
+        return
+    if getattr(auth, "_authenticate_handler", None) is None:
+        raise ServeError(
+            f"refusing to listen on {options.host}: langgraph.json's `auth` has no "
+            "@auth.authenticate handler, so every caller would be let in. Add one, set "
+            f"--api-key KEY or {API_KEY_ENV}=KEY, or bind to 127.0.0.1."
+        )
 
 
 def _check_workers(options: ServeOptions) -> None:
@@ -192,6 +216,7 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
     async with AsyncExitStack() as stack:
         _lock_storage(stack, options.database, state_dir)  # before anything reads the storage
         deployment = load_deployment(config_path)
+        _check_auth(options, deployment.auth)
         for line in deployment.ignored:
             print(f"fathom serve: {config_path.name}: {line}", file=sys.stderr)
         origins = tuple(dict.fromkeys((*deployment.cors_origins, *options.cors_origins)))
@@ -209,6 +234,7 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
             routes=options.routes,
             replica_database=_postgres_url(options.database),
             lease_seconds=options.lease_seconds,
+            auth=deployment.auth,
         )
         server = uvicorn.Server(uvicorn.Config(
             app, host=options.host, port=options.port, log_level=options.log_level,
@@ -266,6 +292,8 @@ async def _announce(options: ServeOptions, url: str, graphs: Sequence[str], stor
     from fathom.server.storage import MEMORY
 
     key = "API key required" if options.api_key else "no API key (loopback only)"
+    if _has_custom_auth(options.config or Path("langgraph.json")):
+        key = f"{key.split(' (')[0]}, auth handlers from langgraph.json"
     out = options.out or sys.stdout
     print(f"fathom serve: {url} · graphs: {', '.join(graphs)} · storage: {storage} · "
           f"{capacity} · {key}", file=out, flush=True)  # fmt: skip

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import Filter, authorize
 from fathom.server.context import server_of
 from fathom.server.errors import Unprocessable, json_response
 from fathom.server.records import RESERVED_PREFIX
@@ -32,6 +33,23 @@ def _namespace(value: Any, key: str = "namespace", *, allow_empty: bool = False)
     return tuple(value)
 
 
+async def _authorize(request: Request, action: str, value: dict[str, Any]) -> Filter | None:
+    """The ``store`` handler for ``action``; then ``value["namespace"]`` is checked again, since
+    a handler may change it (prefix it with the caller's identity, say)."""
+    flt = await authorize(request, "store", action, value)
+    for key in ("namespace", "suffix"):
+        if key in value and value[key] is not None:
+            value[key] = _namespace(list(value[key]), key, allow_empty=True)
+    return flt
+
+
+def _with_filter(flt: dict[str, Any] | None, auth_filter: Filter | None) -> dict[str, Any] | None:
+    """The client's item filter narrowed by the handler's (the handler's wins on a shared key)."""
+    if not auth_filter:
+        return flt
+    return {**(flt or {}), **auth_filter}
+
+
 def _item(item: Any) -> dict[str, Any]:
     out = item.dict()
     out["namespace"] = list(item.namespace)
@@ -47,11 +65,15 @@ async def put_item(request: Request) -> Response:
     value = opt_dict(body, "value")
     if not key or value is None:
         raise Unprocessable("'key' (string) and 'value' (object) are required")
-    index = body.get("index")
+    event = {"namespace": namespace, "key": key, "value": value,
+             "index": body.get("index"), "ttl": body.get("ttl")}  # fmt: skip
+    await _authorize(request, "put", event)
     kwargs: dict[str, Any] = {}
-    if body.get("ttl") is not None:
-        kwargs["ttl"] = body["ttl"]
-    await server.store.aput(namespace, key, value, index=index, **kwargs)
+    if event["ttl"] is not None:
+        kwargs["ttl"] = event["ttl"]
+    await server.store.aput(
+        event["namespace"], event["key"], event["value"], index=event["index"], **kwargs
+    )
     return Response(status_code=204)
 
 
@@ -62,7 +84,9 @@ async def get_item(request: Request) -> Response:
     key = request.query_params.get("key")
     if not key:
         raise Unprocessable("Query parameter 'key' is required")
-    item = await server.store.aget(namespace, key)
+    event: dict[str, Any] = {"namespace": namespace, "key": key}
+    await _authorize(request, "get", event)
+    item = await server.store.aget(event["namespace"], event["key"])
     # A missing item is ``null`` (200), as LangGraph's server answers; the SDK returns None.
     return json_response(_item(item) if item is not None else None)
 
@@ -74,7 +98,9 @@ async def delete_item(request: Request) -> Response:
     key = opt_str(body, "key")
     if not key:
         raise Unprocessable("'key' is required")
-    await server.store.adelete(_namespace(body.get("namespace")), key)
+    event = {"namespace": _namespace(body.get("namespace")), "key": key}
+    await _authorize(request, "delete", event)
+    await server.store.adelete(event["namespace"], event["key"])
     return Response(status_code=204)
 
 
@@ -85,6 +111,9 @@ async def search_items(request: Request) -> Response:
     prefix = _namespace(body.get("namespace_prefix") or [], "namespace_prefix", allow_empty=True)
     limit, offset = opt_int(body, "limit", 10), opt_int(body, "offset", 0)
     query, flt = opt_str(body, "query"), opt_dict(body, "filter")
+    event = {"namespace": prefix, "filter": flt, "limit": limit, "offset": offset, "query": query}
+    flt = _with_filter(event["filter"], await _authorize(request, "search", event))
+    prefix, limit, offset = event["namespace"], event["limit"], event["offset"]
     if prefix:
         items = await server.store.asearch(
             prefix, query=query, filter=flt, limit=limit, offset=offset
@@ -110,6 +139,10 @@ async def list_namespaces(request: Request) -> Response:
     suffix = _namespace(body.get("suffix") or [], "suffix", allow_empty=True)
     limit, offset = opt_int(body, "limit", 100), opt_int(body, "offset", 0)
     max_depth = body.get("max_depth")
+    event = {"namespace": prefix or None, "suffix": suffix or None, "max_depth": max_depth,
+             "limit": limit, "offset": offset}  # fmt: skip
+    await _authorize(request, "list_namespaces", event)
+    prefix, suffix, max_depth = event["namespace"], event["suffix"], event["max_depth"]
     found = await server.store.alist_namespaces(
         prefix=prefix or None, suffix=suffix or None, max_depth=max_depth, limit=10_000, offset=0
     )

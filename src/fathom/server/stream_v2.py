@@ -14,7 +14,9 @@ uses it (its SSE transport; the WebSocket transport is not served).
   (the last ``seq`` a client got) skips what it saw; the SDK also drops repeats by
   ``event_id``. A run started with ``run.start`` keeps its events (``stream_resumable``).
 
-The run's events become protocol events in ``protocol_events``.
+The run's events become protocol events in ``protocol_events``. With custom auth, the event
+stream needs ``threads.read`` and both commands ``threads.create_run`` on the thread (a thread
+the filter hides is unknown); the runs they start carry the caller's identity.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.guards import visible_thread
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import ApiError, Unprocessable, json_response
 from fathom.server.protocol_events import CHANNELS, matches, protocol_event, run_end_events
@@ -78,9 +81,10 @@ async def commands(request: Request) -> Response:
     method = command["method"]
     try:
         if method == "run.start":
-            return _success(command_id, await _run_start(server, thread_id, params))
+            return _success(command_id, await _run_start(server, request, thread_id, params))
         if method == "input.respond":
-            return _success(command_id, await _input_respond(server, thread_id, params))
+            result = await _input_respond(server, request, thread_id, params)
+            return _success(command_id, result)
     except ApiError as exc:
         code = "no_such_run" if exc.status == 404 else "invalid_argument"
         return _error(command_id, code, exc.detail)
@@ -106,16 +110,19 @@ def _run_body(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run_start(
-    server: FathomServer, thread_id: str, params: dict[str, Any]
+    server: FathomServer, request: Request, thread_id: str, params: dict[str, Any]
 ) -> dict[str, Any]:
+    """Start a run on the thread as the caller (the ``threads.create_run`` handler decides)."""
     body = {**_run_body(params), "input": params.get("input")}
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request=request)
     return {"run_id": run["run_id"]}
 
 
 async def _input_respond(
-    server: FathomServer, thread_id: str, params: dict[str, Any]
+    server: FathomServer, request: Request, thread_id: str, params: dict[str, Any]
 ) -> dict[str, Any]:
+    """Resume the thread's pending interrupts with a run as the caller (``threads.create_run``;
+    a thread its filter hides is unknown before its state is read)."""
     entries = params.get("responses")
     if entries is None:
         entries = [params]
@@ -126,7 +133,7 @@ async def _input_respond(
         if not isinstance(entry, dict) or not isinstance(entry.get("interrupt_id"), str):
             raise Unprocessable("each response needs an 'interrupt_id' (a string)")
         resume[entry["interrupt_id"]] = entry.get("response")
-    thread = await server.thread(thread_id)
+    thread = await visible_thread(server, request, thread_id, "create_run")
     graph = await server.thread_graph(thread)
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     state = await graph.aget_state(config)  # pyright: ignore[reportArgumentType]
@@ -136,7 +143,7 @@ async def _input_respond(
         raise Unprocessable(f"No pending interrupt {unknown[0]!r} on thread {thread_id}")
     assistant_id = params.get("assistant_id") or thread.get("metadata", {}).get("assistant_id")
     body = {**_run_body({**params, "assistant_id": assistant_id}), "command": {"resume": resume}}
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, request=request)
     return {"run_id": run["run_id"]}
 
 
@@ -227,7 +234,7 @@ async def events(request: Request) -> Response:
     """``POST /threads/{thread_id}/stream/events``: the thread's protocol events (SSE)."""
     server = await server_of(request)
     channels, namespaces, depth, since = _subscription(await _body(request))
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     return sse_response(_frames(server, thread["thread_id"], channels, namespaces, depth, since))
 
 

@@ -7,7 +7,8 @@ each namespace, through the checkpointer's own ``aprune`` (LangGraph's PostgreSQ
 it, and it leaves alone what a running run saves meanwhile); on a checkpointer without one
 (memory, SQLite) it is refused with 422 before anything changes, as ``langgraph dev`` refuses
 it. Unknown thread ids are skipped, as on langgraph-api: ``pruned_count`` counts the threads
-that existed.
+that existed. With custom auth, the ``threads.delete`` handler decides (False is 403), and a
+thread its filter hides counts as unknown: it stays, and is not counted.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import authorize
+from fathom.server.auth.guards import thread_visible
 from fathom.server.context import server_of
 from fathom.server.errors import Unprocessable, json_response
 from fathom.server.threads import remove_thread
@@ -46,7 +49,12 @@ async def prune(request: Request) -> Response:
             "strategy 'keep_latest' needs a checkpointer that prunes checkpoints; this "
             "server's storage does not (serve with --database postgresql://... for it)"
         )
-    existing = [t for t in thread_ids if await server.records.get_thread(t) is not None]
+    flt = await authorize(request, "threads", "delete", {"thread_ids": thread_ids})
+    existing: list[str] = []
+    for thread_id in thread_ids:
+        thread = await server.records.get_thread(thread_id)
+        if thread is not None and thread_visible(thread, flt):
+            existing.append(thread_id)
     if not existing:
         return json_response({"pruned_count": 0})
     if strategy == "delete":

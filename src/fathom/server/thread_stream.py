@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.guards import visible_thread
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import Unprocessable
 from fathom.server.serde import dumps
@@ -183,7 +184,7 @@ async def _frames(
 async def join(request: Request) -> Response:
     """``GET /threads/{thread_id}/stream``: follow the thread's runs (and state updates)."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     modes = (
         query_modes(request, "stream_mode", THREAD_STREAM_MODES)
         or query_modes(request, "stream_modes", THREAD_STREAM_MODES)

@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.server.auth.authorize import Filter, authorize
+from fathom.server.auth.guards import thread_visible, visible_thread
 from fathom.server.checkpoint_copy import copy_thread
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import Conflict, Unprocessable, json_response
@@ -80,8 +82,11 @@ async def create(request: Request) -> Response:
         thread_id = check_id(thread_id, "thread")
     if_exists = opt_enum(body, "if_exists", ("raise", "do_nothing"), "raise")
     metadata = opt_dict(body, "metadata")
+    value = {"thread_id": thread_id, "metadata": dict(metadata or {}), "if_exists": if_exists}
+    flt = await authorize(request, "threads", "create", value)
+    metadata = value["metadata"] or metadata  # with what the handler added (an owner)
     if thread_id is not None and (existing := await server.records.get_thread(thread_id)):
-        if if_exists == "raise":
+        if if_exists == "raise" or not thread_visible(existing, flt):
             raise Conflict(f"Thread {thread_id} already exists")
         return json_response(await _full(server, existing))
     if metadata and "graph_id" in metadata:
@@ -93,15 +98,19 @@ async def create(request: Request) -> Response:
 async def get(request: Request) -> Response:
     """``GET /threads/{thread_id}``."""
     server = await server_of(request)
-    return json_response(await _full(server, await server.thread(request.path_params["thread_id"])))
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
+    return json_response(await _full(server, thread))
 
 
 async def patch(request: Request) -> Response:
     """``PATCH /threads/{thread_id}``: merge ``metadata``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
     body = await read_json(request)
-    thread["metadata"] = {**thread.get("metadata", {}), **(opt_dict(body, "metadata") or {})}
+    value = {"metadata": opt_dict(body, "metadata") or {}}
+    thread = await visible_thread(
+        server, request, request.path_params["thread_id"], "update", value
+    )
+    thread["metadata"] = {**thread.get("metadata", {}), **value["metadata"]}
     thread["updated_at"] = now_iso()
     await server.records.put_thread(thread)
     return json_response(await _full(server, thread))
@@ -110,7 +119,7 @@ async def patch(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: cancels its runs, drops records and checkpoints."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"], "delete")
     await remove_thread(server, thread["thread_id"])
     return Response(status_code=204)
 
@@ -146,12 +155,18 @@ def _status_filter(body: dict[str, Any]) -> str | None:
 
 
 async def _matching(
-    server: FathomServer, body: dict[str, Any], ids: list[str] | None = None
+    server: FathomServer,
+    body: dict[str, Any],
+    ids: list[str] | None = None,
+    flt: Filter | None = None,
 ) -> list[dict[str, Any]]:
-    """The thread records matching the body's ``metadata``, ``status`` and ``ids``."""
+    """The thread records matching the body's ``metadata``, ``status`` and ``ids`` that the
+    ``threads.search`` handler's filter ``flt`` lets the caller see."""
     metadata, status = opt_dict(body, "metadata"), _status_filter(body)
     found = []
     for thread in await server.records.list_threads():
+        if not thread_visible(thread, flt):
+            continue
         if metadata and not _matches(metadata, thread.get("metadata", {})):
             continue
         if status and thread.get("status") != status:
@@ -160,6 +175,20 @@ async def _matching(
             continue
         found.append(thread)
     return found
+
+
+async def _search_filter(
+    request: Request, body: dict[str, Any], limit: int, offset: int
+) -> Filter | None:
+    """The ``threads.search`` handler's answer for a search or count with ``body``."""
+    value = {
+        "metadata": opt_dict(body, "metadata") or {},
+        "values": opt_dict(body, "values") or {},
+        "status": _status_filter(body),
+        "limit": limit,
+        "offset": offset,
+    }
+    return await authorize(request, "threads", "search", value)
 
 
 async def search(request: Request) -> Response:
@@ -177,7 +206,8 @@ async def search(request: Request) -> Response:
     if limit > _MAX_LIMIT:
         raise Unprocessable(f"'limit' must be at most {_MAX_LIMIT}")
     select, extract = parse_select(body), parse_extract(body)
-    found = await _matching(server, body, ids)
+    flt = await _search_filter(request, body, limit, offset)
+    found = await _matching(server, body, ids, flt)
     found.sort(key=lambda t: str(t.get(sort_by) or ""), reverse=order == "desc")
     if values:  # only the checkpoints tell which threads match
         fulls = [await _full(server, thread) for thread in found]
@@ -197,8 +227,9 @@ async def count(request: Request) -> Response:
     server = await server_of(request)
     body = await read_json(request)
     values = opt_dict(body, "values")
+    flt = await _search_filter(request, body, 0, 0)
     n = 0
-    for thread in await _matching(server, body):
+    for thread in await _matching(server, body, flt=flt):
         if values and not _matches(values, (await _full(server, thread))["values"] or {}):
             continue
         n += 1
@@ -208,7 +239,7 @@ async def count(request: Request) -> Response:
 async def get_state(request: Request) -> Response:
     """``GET /threads/{id}/state`` and ``/state/{checkpoint_id}``; ``POST /state/checkpoint``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     checkpoint: dict[str, Any] | None = None
     subgraphs = request.query_params.get("subgraphs", "false").lower() in ("1", "true")
     if "checkpoint_id" in request.path_params:
@@ -227,7 +258,7 @@ async def get_state(request: Request) -> Response:
 async def update_state(request: Request) -> Response:
     """``POST /threads/{id}/state``: ``values``, ``as_node``, ``checkpoint``/``checkpoint_id``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"], "update")
     if await server.runs.active_runs(thread["thread_id"]):
         raise Conflict("Thread is busy; update its state when its runs have finished")
     body = await read_json(request)
@@ -259,7 +290,7 @@ async def update_state(request: Request) -> Response:
 async def history(request: Request) -> Response:
     """``POST /threads/{id}/history``: ``limit``, ``before``, ``metadata``, ``checkpoint``."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
     body = await read_json(request)
     limit = opt_int(body, "limit", 10, minimum=1)
     before = body.get("before")
@@ -280,7 +311,10 @@ async def history(request: Request) -> Response:
 async def copy(request: Request) -> Response:
     """``POST /threads/{id}/copy``: a new thread with the same metadata and checkpoints."""
     server = await server_of(request)
-    thread = await server.thread(request.path_params["thread_id"])
+    thread = await visible_thread(server, request, request.path_params["thread_id"])
+    # May the caller create threads at all? The copy keeps the original's metadata (its
+    # owner too), as langgraph-api's does.
+    await authorize(request, "threads", "create", {"thread_id": None})
     new = await server.records.new_thread(None, thread.get("metadata"))
     await copy_thread(server.checkpointer, thread["thread_id"], new["thread_id"])
     new["status"] = await server.runs.thread_state_status(new)

@@ -11,6 +11,8 @@ this file unchanged, so the same client-side tests can run against either server
 - `nested`: a parent graph whose node is a compiled subgraph (for `stream_subgraphs`).
 - `custom`: writes progress events with `get_stream_writer()` (`stream_mode="custom"`).
 - `failing`: a node that raises `RuntimeError("scripted failure")`.
+- `whoami`: answers who called: `runtime.server_info.user.identity` and the run config's
+  `langgraph_auth_user_id` / `langgraph_auth_permissions` (None without custom auth).
 - `gated`: a node that creates `<gate>/started`, then waits until `<gate>/release` exists, where
   `gate` is a directory given in the run's input. Tests hold a run "in flight" for as long
   as they need (for cancellation and the multitask strategies) without timing anything,
@@ -25,9 +27,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from fathom import create_deep_agent
@@ -181,3 +185,28 @@ gated = (
     .add_edge(START, "wait_at_gate")
     .add_edge("wait_at_gate", END)
 ).compile(name="gated")
+
+
+class WhoamiState(MessagesState, total=False):
+    identity: str | None
+    user_id: str | None
+    permissions: list[str] | None
+
+
+def _whoami(state: WhoamiState, config: RunnableConfig, runtime: Runtime) -> dict[str, Any]:
+    server_info = runtime.server_info
+    user = server_info.user if server_info is not None else None
+    configurable = config.get("configurable") or {}
+    return {
+        "identity": user.identity if user is not None else None,
+        "user_id": configurable.get("langgraph_auth_user_id"),
+        "permissions": list(configurable.get("langgraph_auth_permissions") or []) or None,
+    }
+
+
+whoami = (
+    StateGraph(WhoamiState)
+    .add_node("whoami", _whoami)
+    .add_edge(START, "whoami")
+    .add_edge("whoami", END)
+).compile(name="whoami")

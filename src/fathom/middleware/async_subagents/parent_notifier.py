@@ -170,7 +170,8 @@ def _hosting_client() -> LangGraphClient | None:
 
     app = hosting_app()
     if app is not None:
-        return _cached(_app_clients.setdefault(app, {}), lambda: in_process_client(app))
+        clients = _app_clients.setdefault(app, {})
+        return _cached(clients, lambda: in_process_client(app, loopback=True))
     try:
         import langgraph_api.server  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:

@@ -107,7 +107,7 @@ class ClientPool:
             return get_client(url=None, headers=headers)
         from fathom.hosting.client import in_process_client
 
-        client = in_process_client(app)
+        client = in_process_client(app, loopback=True)  # as the caller of this run
         client.http.client.headers.update(headers)
         return client
 

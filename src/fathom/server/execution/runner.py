@@ -28,6 +28,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
 
 from fathom.cache_metrics import PrefixRecorder
+from fathom.server.auth.run_config import rebuild_identity
 from fathom.tracing.settings import run_span
 
 __all__ = ["RunEnd", "build_config", "build_input", "stream_run"]
@@ -52,6 +53,7 @@ def build_config(run: dict[str, Any], graph_id: str) -> RunnableConfig:
     for key in ("checkpoint_id", "checkpoint_ns"):
         if checkpoint.get(key):
             configurable[key] = checkpoint[key]
+    rebuild_identity(configurable)  # the caller, for runtime.server_info.user
     metadata = {
         **dict(user.get("metadata") or {}),
         **run["metadata"],
