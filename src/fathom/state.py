@@ -76,7 +76,7 @@ def merge_update(current: Mapping[K, V] | None, update: Mapping[K, V | None] | N
 
 
 def as_file_data(value: object) -> object:
-    """`value` as a `files` entry: a plain string (content seeded by hand, e.g.
+    """`value` as a `files` entry: a plain string (content preloaded by hand, e.g.
     `{"/a.md": "text"}` instead of `create_file_data("text")`) becomes a `FileData` holding
     it as UTF-8 text, with no timestamps (so replaying the channel gives the same value);
     anything else is returned unchanged."""

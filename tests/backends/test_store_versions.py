@@ -67,14 +67,14 @@ def content(store: InMemoryStore) -> str:
     return item.value["content"]
 
 
-def seeded() -> PausingStore:
+def preloaded() -> PausingStore:
     store = PausingStore()
     store.put(NS, PATH, dict(create_file_data("# Notes\n")))
     return store
 
 
 def test_two_concurrent_edits_of_one_file_both_land() -> None:
-    store = seeded()
+    store = preloaded()
     backend = StoreBackend(namespace=NS, store=store)
     first_read, release = threading.Event(), threading.Event()
 
@@ -111,7 +111,7 @@ def test_two_concurrent_edits_of_one_file_both_land() -> None:
 
 
 async def test_two_concurrent_async_edits_of_one_file_both_land() -> None:
-    store = seeded()
+    store = preloaded()
     backend = StoreBackend(namespace=NS, store=store)
     first_read, release = asyncio.Event(), asyncio.Event()
 
@@ -137,7 +137,7 @@ async def test_two_concurrent_async_edits_of_one_file_both_land() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_write_based_on_an_old_version_is_refused_and_writes_nothing(mode: str) -> None:
-    store = seeded()
+    store = preloaded()
     backend = StoreBackend(namespace=NS, store=store)
     seen = backend.read(PATH).version
     assert seen == file_version(store.get(NS, PATH).value)  # type: ignore[union-attr]
@@ -171,7 +171,7 @@ def test_a_file_seen_absent_is_not_created_over_another_writers_file() -> None:
 
 
 def test_an_edit_conditioned_on_an_old_version_is_refused() -> None:
-    store = seeded()
+    store = preloaded()
     backend = StoreBackend(namespace=NS, store=store)
     seen = backend.read(PATH).version
     backend.write(PATH, "# Notes\n- lives in Lyon\n")
@@ -199,7 +199,7 @@ def test_state_backend_refuses_a_change_conditioned_on_an_old_version() -> None:
 
 
 def test_an_unconditioned_write_replaces_the_file_as_before() -> None:
-    store = seeded()
+    store = preloaded()
     backend = StoreBackend(namespace=NS, store=store)
     assert backend.write(PATH, "replaced\n").error is None
     assert content(store) == "replaced\n"

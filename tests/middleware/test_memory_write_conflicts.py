@@ -140,14 +140,14 @@ def tool_answers(state: dict[str, Any]) -> list[ToolMessage]:
     return [m for m in state["messages"] if isinstance(m, ToolMessage)]
 
 
-def seeded(text: str) -> InMemoryStore:
+def preloaded(text: str) -> InMemoryStore:
     store = InMemoryStore()
     store.put(NS, PATH, dict(create_file_data(text)))
     return store
 
 
 def test_a_stale_write_is_refused_with_the_current_text_and_both_facts_are_kept() -> None:
-    store = seeded("# Notes\n")
+    store = preloaded("# Notes\n")
     state = race(store, lambda gate: writer("likes tea", gate), writer("lives in Lyon"))
     assert stored(store) == "# Notes\n- lives in Lyon\n- likes tea\n"
     answers = tool_answers(state)
@@ -185,7 +185,7 @@ def test_a_stale_first_write_of_a_new_file_is_refused_too() -> None:
 
 
 def test_an_edit_whose_old_string_is_still_there_applies_to_the_current_text() -> None:
-    store = seeded("# Notes\n")
+    store = preloaded("# Notes\n")
     state = race(
         store,
         lambda gate: editor("# Notes\n", "# Notes\n- likes tea\n", gate),
@@ -198,7 +198,7 @@ def test_an_edit_whose_old_string_is_still_there_applies_to_the_current_text() -
 
 
 def test_an_edit_whose_old_string_another_writer_changed_is_told_and_retried() -> None:
-    store = seeded("status: draft\n")
+    store = preloaded("status: draft\n")
     state = race(
         store,
         lambda gate: editor("draft", "final", gate, retry=("review", "final")),
@@ -213,7 +213,7 @@ def test_an_edit_whose_old_string_another_writer_changed_is_told_and_retried() -
 
 
 def test_one_writer_alone_gets_the_answers_it_always_got() -> None:
-    store = seeded("# Notes\n")
+    store = preloaded("# Notes\n")
     state = agent_on(store, writer("likes tea")).invoke(
         say("remember"), {"configurable": {"thread_id": "alone"}}
     )
@@ -248,7 +248,7 @@ def test_a_writer_may_write_again_over_its_own_write_but_not_over_anothers() -> 
 
 
 def test_a_writer_that_never_saw_the_file_replaces_it_as_in_the_reference() -> None:
-    store = seeded("# Notes\n")
+    store = preloaded("# Notes\n")
     agent_on(store, blind_writer("fresh\n")).invoke(
         say("one"), {"configurable": {"thread_id": "blind"}}
     )
@@ -290,7 +290,7 @@ def test_two_conversations_creating_a_memory_file_seen_only_in_the_prompt_keep_b
 
 
 def test_a_memory_file_rewritten_from_the_prompt_keeps_the_other_conversations_fact() -> None:
-    store = seeded("# Notes\n")
+    store = preloaded("# Notes\n")
     race(
         store, lambda gate: memory_writer("likes tea", gate), memory_writer("lives in Lyon"),
         memory=[PATH],

@@ -1,6 +1,6 @@
 """Organisation memory: `/policies/` reads the organisation's namespace and refuses changes.
 
-The application seeds the policies through the store API; the agent (a scripted model)
+The application preloads the policies through the store API; the agent (a scripted model)
 reads them, and its write, edit and delete there are refused with an answer that says the
 files are read-only organisation policy, while nothing in the store changes.
 """
@@ -23,7 +23,7 @@ RULE = "Never share customer data outside the EU.\n"
 POLICY = "/policies/compliance.md"
 
 
-def seed(store: InMemoryStore, org_id: str, value: dict[str, Any]) -> None:
+def preload(store: InMemoryStore, org_id: str, value: dict[str, Any]) -> None:
     """What the application does (`client.store.put_item` against a server)."""
     store.put((org_id,), "/compliance.md", value)
 
@@ -74,7 +74,7 @@ def test_the_agent_reads_the_policy_and_every_change_to_it_is_refused(
     value: dict[str, Any],
 ) -> None:
     store = InMemoryStore()
-    seed(store, "acme", value)
+    preload(store, "acme", value)
     answers = run(agent_for(store, trying_to_change_the_policy()), "acme")
     read, write, edit, delete, create, listing, own = answers
     assert read.status != "error" and "Never share customer data outside the EU." in read.text
@@ -92,8 +92,8 @@ def test_the_agent_reads_the_policy_and_every_change_to_it_is_refused(
 
 def test_each_organisation_sees_only_its_own_policies() -> None:
     store = InMemoryStore()
-    seed(store, "acme", {"content": RULE})
-    seed(store, "globex", {"content": "Ship on Fridays.\n"})
+    preload(store, "acme", {"content": RULE})
+    preload(store, "globex", {"content": "Ship on Fridays.\n"})
     reading = ScriptedModel(
         policy=lambda request: (
             "done"
@@ -108,7 +108,7 @@ def test_each_organisation_sees_only_its_own_policies() -> None:
 
 def test_policies_load_into_the_prompt_as_memory() -> None:
     store = InMemoryStore()
-    seed(store, "acme", {"content": RULE})
+    preload(store, "acme", {"content": RULE})
     model = ScriptedModel(replies=["ok"])
     run(agent_for(store, model, memory=[POLICY]), "acme")
     prompt = model.requests[0].system_prompt or ""

@@ -1,4 +1,4 @@
-"""Organisation policies over HTTP: seeded with `client.store.put_item`, read-only to the agent.
+"""Organisation policies over HTTP: preloaded with `client.store.put_item`, read-only to the agent.
 
 The real `langgraph-sdk` client talks to a `fathom serve` subprocess serving a deployment of
 its own (written below into a temporary folder): an agent whose `/policies/` route is the
@@ -78,7 +78,7 @@ async def sdk(policies_server: ServerProcess) -> AsyncIterator[LangGraphClient]:
         await client.http.client.aclose()
 
 
-async def test_policies_seeded_through_the_store_api_are_read_only_to_the_agent(
+async def test_policies_preloaded_through_the_store_api_are_read_only_to_the_agent(
     sdk: LangGraphClient,
 ) -> None:
     await sdk.store.put_item(["acme"], "/compliance.md", {"content": RULE})

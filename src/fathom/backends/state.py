@@ -110,7 +110,7 @@ class StateBackend(BackendBase):
         else:
             files = (state.get("files") if isinstance(state, Mapping) else None) or {}
         if any(isinstance(data, str) for data in files.values()):
-            # Seeded by hand with plain strings (`{"/a.md": "text"}`), not through the
+            # Preloaded by hand with plain strings (`{"/a.md": "text"}`), not through the
             # channel's reducer (which converts them): read them as text files.
             files = {path: cast("FileData", as_file_data(data)) for path, data in files.items()}
         if self._mount == "/":

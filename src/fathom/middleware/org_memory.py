@@ -7,7 +7,7 @@ the organisation's namespace (`(org_id,)`), mounted at `/policies/` in a
 `CompositeBackend`, behind a policy that refuses every change with an answer saying why.
 The agent reads `/policies/compliance.md` with the ordinary file tools (and `memory=` can
 load it into the prompt); its `write_file`, `edit_file` and `delete` there are refused and
-nothing reaches the store. The application seeds and updates the policies through the
+nothing reaches the store. The application preloads and updates the policies through the
 store API (`store.put((org_id,), "/compliance.md", {"content": ...})`, or
 `client.store.put_item` against a server); a plain `{"content": text}` value is enough.
 

@@ -132,8 +132,7 @@ async def _create(
     await authorize(request, "crons", "create", value)
     if isinstance(value.get("metadata"), dict):
         metadata = value["metadata"]  # with what the handler added (an owner)
-    if identity is not None:  # every tick runs as the creator
-        attach_identity(config, identity)
+    attach_identity(config, identity)  # every tick runs as the creator (or as nobody)
     now = datetime.now(UTC)
     cron = {
         "cron_id": cron_id,

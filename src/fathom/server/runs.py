@@ -206,10 +206,16 @@ async def submit_stateless(server: FathomServer, parsed: StatelessRun) -> dict[s
 def _attach_caller(
     run: dict[str, Any], request: HTTPConnection | None, identity: Identity | None
 ) -> None:
-    """Put the request's caller (else ``identity``) into the run's config, when there is one."""
+    """Put the request's caller (else ``identity``) into the run's config.
+
+    A request from a client always goes through `attach_identity`, also without custom auth:
+    the identity keys a client put in its config are dropped, so no caller can pass itself
+    off as a user (``runtime.server_info.user``) that the server did not authenticate.
+    """
     if request is not None:
         identity = request_user(request)
-    if identity is not None:
+        attach_identity(run["kwargs"]["config"], identity)
+    elif identity is not None:
         attach_identity(run["kwargs"]["config"], identity)
 
 

@@ -1,6 +1,6 @@
-"""Files seeded by hand: plain strings and `create_file_data(...)` output both read as files.
+"""Files preloaded by hand: plain strings and `create_file_data(...)` output both read as files.
 
-A thread's `files` may be seeded with `{"/a.md": "text"}` instead of
+A thread's `files` may be preloaded with `{"/a.md": "text"}` instead of
 `{"/a.md": create_file_data("text")}`, and a store item with `{"content": "text"}` only;
 every reader (the file tools, memory loading) takes both forms.
 """
@@ -18,7 +18,7 @@ from fathom.backends import StateBackend, StoreBackend
 from fathom.state import reduce_files
 from fathom.testing import ScriptedModel, ai, tool_call
 
-SEEDS = {"plain string": "plain text\n", "create_file_data": create_file_data("plain text\n")}
+PRELOADS = {"plain string": "plain text\n", "create_file_data": create_file_data("plain text\n")}
 
 
 MEMORY_BLOCK = '<memory_file path="/AGENTS.md">\nplain text\n</memory_file>'
@@ -49,10 +49,10 @@ def reading_then_editing() -> ScriptedModel:
     )
 
 
-@pytest.mark.parametrize("seed", list(SEEDS), ids=list(SEEDS))
-def test_a_thread_seeded_with_either_form_reads_and_edits_the_file(seed: str) -> None:
+@pytest.mark.parametrize("preload", list(PRELOADS), ids=list(PRELOADS))
+def test_a_thread_preloaded_with_either_form_reads_and_edits_the_file(preload: str) -> None:
     agent = create_deep_agent(reading_then_editing(), checkpointer=InMemorySaver())
-    out = agent.invoke({**go(), "files": {"/a.md": SEEDS[seed]}}, THREAD)
+    out = agent.invoke({**go(), "files": {"/a.md": PRELOADS[preload]}}, THREAD)
     tools = [m for m in out["messages"] if m.type == "tool"]
     assert "plain text" in tools[0].content
     assert tools[1].status != "error", tools[1].content
@@ -60,11 +60,11 @@ def test_a_thread_seeded_with_either_form_reads_and_edits_the_file(seed: str) ->
     assert out["files"]["/a.md"]["encoding"] == "utf-8"
 
 
-@pytest.mark.parametrize("seed", list(SEEDS), ids=list(SEEDS))
-def test_memory_seeded_in_state_with_either_form_reaches_the_prompt(seed: str) -> None:
+@pytest.mark.parametrize("preload", list(PRELOADS), ids=list(PRELOADS))
+def test_memory_preloaded_in_state_with_either_form_reaches_the_prompt(preload: str) -> None:
     model = ScriptedModel(replies=["ok"])
     agent = create_deep_agent(model, memory=["/AGENTS.md"], checkpointer=InMemorySaver())
-    agent.invoke({**go(), "files": {"/AGENTS.md": SEEDS[seed]}}, THREAD)
+    agent.invoke({**go(), "files": {"/AGENTS.md": PRELOADS[preload]}}, THREAD)
     assert MEMORY_BLOCK in system_prompt(model)
 
 
@@ -92,7 +92,7 @@ def test_an_unbound_state_backend_reads_plain_strings_from_a_raw_state() -> None
     [{"content": "plain text\n"}, dict(create_file_data("plain text\n"))],
     ids=["content only", "create_file_data"],
 )
-def test_store_items_seeded_with_either_form_are_memory_and_files(value: dict[str, Any]) -> None:
+def test_store_items_preloaded_with_either_form_are_memory_and_files(value: dict[str, Any]) -> None:
     store = InMemoryStore()
     store.put(("org-1",), "/AGENTS.md", value)
     model = ScriptedModel(
