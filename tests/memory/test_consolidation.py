@@ -1,0 +1,319 @@
+"""Background memory consolidation: the watermark's rules, and the graph on a real server.
+
+The watermark tests replay timelines of thread updates and consolidation runs with made-up
+times (no clock, no sleeping): runs closer together than any look-back window, runs far
+apart, threads sharing a timestamp, a thread committed late at an old timestamp, batches cut
+by `max_threads`. Each thread's each update is processed exactly once.
+
+The graph tests serve `consolidation_agent` and a conversation `assistant`
+(`tests/memory/consolidation_graphs.py`) on a fathom app in process, driven by the real
+`langgraph-sdk` client; the end-to-end test runs them on a `fathom serve` subprocess, with a
+6-field cron (every two seconds) that consolidates alice's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+from tests.memory import consolidation_graphs
+from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available
+from tests.server.support import eventually
+
+from fathom.hosting.client import in_process_client
+from fathom.memory.consolidation import (
+    WATERMARK_PREFIX,
+    create_consolidation_agent,
+    load_watermark,
+)
+from fathom.memory.watermark import ThreadStamp, Watermark, advance, select_due
+from fathom.server import create_app
+from fathom.testing import ScriptedModel
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+class Timeline:
+    """Threads and their `updated_at`, as a server's thread search would list them."""
+
+    def __init__(self) -> None:
+        self.updated: dict[str, datetime] = {}
+        self.watermark: Watermark | None = None
+        self.processed: Counter[tuple[str, datetime]] = Counter()
+
+    def update(self, thread_id: str, when: datetime) -> None:
+        self.updated[thread_id] = when
+
+    def newest_first(self) -> list[ThreadStamp]:
+        stamps = [ThreadStamp(i, t) for i, t in self.updated.items()]
+        return sorted(stamps, key=lambda s: s.updated_at, reverse=True)
+
+    def consolidate(
+        self, *, floor: datetime | None = None, limit: int | None = None
+    ) -> list[ThreadStamp]:
+        """One consolidation run: what it processes, with the watermark advanced over it."""
+        due = select_due(self.newest_first(), self.watermark, floor=floor, limit=limit)
+        self.processed.update((s.thread_id, s.updated_at) for s in due)
+        self.watermark = advance(self.watermark, due)
+        return due
+
+    def every_update_processed_once(self) -> bool:
+        latest = {(i, t) for i, t in self.updated.items()}
+        return latest <= set(self.processed) and max(self.processed.values()) == 1
+
+
+# ------------------------------------------------------------------------ the watermark
+
+
+def test_runs_closer_together_than_the_updates_process_each_thread_once() -> None:
+    timeline = Timeline()
+    for second in range(12):
+        timeline.update(f"t{second}", at(second))
+        timeline.consolidate()  # a run after every update (and again, with nothing new)
+        assert timeline.consolidate() == []
+    assert timeline.every_update_processed_once()
+    assert len(timeline.processed) == 12
+
+
+def test_runs_far_apart_miss_nothing_and_process_each_thread_once() -> None:
+    timeline = Timeline()
+    batches = []
+    for second in range(30):
+        timeline.update(f"t{second}", at(second))
+        if second % 10 == 9:  # a run every ten updates: each window has ten threads
+            batches.append(timeline.consolidate())
+    assert [len(b) for b in batches] == [10, 10, 10]
+    assert timeline.every_update_processed_once()
+
+
+def test_a_thread_updated_after_it_was_processed_is_processed_again() -> None:
+    timeline = Timeline()
+    timeline.update("a", at(1))
+    timeline.update("b", at(2))
+    assert [s.thread_id for s in timeline.consolidate()] == ["a", "b"]
+    timeline.update("a", at(3))  # alice comes back to her first conversation
+    assert timeline.consolidate() == [ThreadStamp("a", at(3))]
+    assert timeline.consolidate() == []
+    assert timeline.every_update_processed_once()
+
+
+def test_a_thread_committed_late_at_the_watermarks_time_is_still_processed_once() -> None:
+    timeline = Timeline()
+    timeline.update("a", at(5))
+    assert timeline.consolidate() == [ThreadStamp("a", at(5))]
+    assert timeline.watermark == Watermark(at(5), frozenset({"a"}))
+    timeline.update("b", at(5))  # the same timestamp, visible only after the first run
+    assert timeline.consolidate() == [ThreadStamp("b", at(5))]
+    assert timeline.watermark == Watermark(at(5), frozenset({"a", "b"}))
+    assert timeline.consolidate() == []
+
+
+def test_a_batch_limit_takes_the_oldest_first_and_later_runs_the_rest() -> None:
+    timeline = Timeline()
+    for thread_id, second in [("a", 1), ("b", 2), ("c", 2), ("d", 2), ("e", 3)]:
+        timeline.update(thread_id, at(second))
+    batches = [[s.thread_id for s in timeline.consolidate(limit=2)] for _ in range(4)]
+    assert batches == [["a", "b"], ["c", "d"], ["e"], []]
+    assert timeline.every_update_processed_once()
+
+
+def test_the_first_run_reads_back_to_the_floor_and_later_runs_from_the_watermark() -> None:
+    timeline = Timeline()
+    timeline.update("old", at(0))
+    timeline.update("recent", at(100))
+    assert timeline.consolidate(floor=at(50)) == [ThreadStamp("recent", at(100))]
+    timeline.update("newer", at(200))
+    # the floor matters no more: the watermark says where the last run stopped
+    assert timeline.consolidate(floor=at(190)) == [ThreadStamp("newer", at(200))]
+    assert ("old", at(0)) not in timeline.processed
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_timelines_process_every_update_exactly_once(seed: int) -> None:
+    rng = random.Random(seed)
+    timeline = Timeline()
+    clock = 0
+    for _ in range(60):
+        clock += rng.choice([0, 0, 1, 2])  # timestamps are shared now and then
+        timeline.update(f"t{rng.randrange(15)}", at(clock))  # a new thread, or one again
+        if rng.random() < 0.3:
+            timeline.consolidate(limit=rng.choice([None, 1, 3]))
+    while timeline.consolidate(limit=2):
+        pass
+    assert timeline.every_update_processed_once()
+
+
+def test_the_watermark_never_moves_back_and_reads_back_from_its_store_value() -> None:
+    mark = Watermark(at(10), frozenset({"a", "b"}))
+    assert advance(mark, [ThreadStamp("z", at(9))]) == mark
+    assert advance(mark, []) == mark
+    assert Watermark.from_value(json.loads(json.dumps(mark.to_value()))) == mark
+    with pytest.raises(ValueError, match="not a consolidation watermark"):
+        Watermark.from_value({"updated_at": "2026-01-01T00:00:00Z"})
+
+
+def test_bad_settings_are_refused_when_the_agent_is_built() -> None:
+    with pytest.raises(ValueError, match="max_threads"):
+        create_consolidation_agent(ScriptedModel(replies=["x"]), max_threads=0)
+    with pytest.raises(ValueError, match="look_back"):
+        create_consolidation_agent(ScriptedModel(replies=["x"]), look_back=timedelta(-1))
+
+
+# ------------------------------------------------------------------------ on a server
+
+
+def _served() -> tuple[LangGraphClient, InMemoryStore]:
+    store = InMemoryStore()
+    graphs = {
+        "consolidation_agent": consolidation_graphs.consolidation_agent,
+        "assistant": consolidation_graphs.assistant,
+    }
+    return in_process_client(create_app(graphs, store=store)), store
+
+
+async def _say(client: LangGraphClient, thread_id: str, user: str, text: str) -> str:
+    state = await client.runs.wait(
+        thread_id, "assistant", input={"messages": [{"role": "user", "content": text}]},
+        config={"configurable": {"user_id": user}},
+    )  # fmt: skip
+    assert isinstance(state, dict)
+    return str(state["messages"][-1]["content"])
+
+
+async def _consolidate(client: LangGraphClient, user: str) -> str:
+    thread = await client.threads.create()
+    state = await client.runs.wait(
+        thread["thread_id"], "consolidation_agent", input={"messages": []},
+        config={"configurable": {"user_id": user}},
+    )  # fmt: skip
+    assert isinstance(state, dict), state
+    return str(state["messages"][-1]["content"])
+
+
+async def _memory(client: LangGraphClient, user: str) -> str | None:
+    item = await client.store.get_item([user, "memories"], "/facts.md")
+    return None if item is None else str(item["value"]["content"])
+
+
+async def test_a_served_consolidation_merges_each_message_once_and_a_changed_thread_again() -> None:
+    client, store = _served()
+    alice = await client.threads.create(metadata={"user_id": "alice"})
+    bob = await client.threads.create(metadata={"user_id": "bob"})
+    await _say(client, alice["thread_id"], "alice", "please remember: alice has a cat called Miso")
+    await _say(client, bob["thread_id"], "bob", "remember: bob plays the oboe")
+
+    assert (await _consolidate(client, "alice")).startswith("merged: ")
+    assert await _memory(client, "alice") == "# Facts\n- alice has a cat called Miso\n"
+    assert await _consolidate(client, "alice") == "Nothing new to consolidate."
+
+    # alice comes back to the same thread: only its new messages are merged
+    await _say(client, alice["thread_id"], "alice", "remember: alice moved to Lyon")
+    assert (await _consolidate(client, "alice")).startswith("merged: ")
+    assert await _memory(client, "alice") == (
+        "# Facts\n- alice has a cat called Miso\n- alice moved to Lyon\n"
+    )
+    # the consolidation's own threads are not conversations, and bob's are not alice's
+    assert await _consolidate(client, "alice") == "Nothing new to consolidate."
+    assert await _memory(client, "bob") is None
+    mark = await load_watermark(store, "alice", "/memories/facts.md")
+    assert mark is not None and mark.thread_ids == {alice["thread_id"]}
+
+    # alice's next conversation is told what consolidation remembered
+    later = await client.threads.create(metadata={"user_id": "alice"})
+    answer = await _say(client, later["thread_id"], "alice", "what do you know about me?")
+    assert "- alice moved to Lyon" in answer
+    assert await store.asearch((WATERMARK_PREFIX, "bob")) == []
+
+
+async def test_a_consolidation_without_a_user_fails_and_remembers_nothing() -> None:
+    client, store = _served()
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "consolidation_agent", input={})
+    await client.runs.join(thread["thread_id"], run["run_id"])
+    done = await client.runs.get(thread["thread_id"], run["run_id"])
+    assert done["status"] == "error"
+    failed = await client.threads.get(thread["thread_id"])
+    assert "consolidation needs a user" in json.dumps(failed.get("error"))
+    assert await store.asearch((WATERMARK_PREFIX,)) == []
+
+
+# ------------------------------------------------------------------------ end to end
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServerProcess]:
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = copy_deployment(tmp_path / "deploy")
+    shutil.copy(Path(consolidation_graphs.__file__), workdir / "consolidation_graphs.py")
+    config = json.loads((workdir / "langgraph.json").read_text(encoding="utf-8"))
+    config["graphs"]["consolidation_agent"] = "./consolidation_graphs.py:consolidation_agent"
+    config["graphs"]["assistant"] = "./consolidation_graphs.py:assistant"
+    (workdir / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
+    process = ServerProcess(kind="fathom", workdir=workdir, name="consolidation")
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+EVERY_TWO_SECONDS = "* * * * * */2"
+
+
+async def test_a_cron_consolidates_alices_conversation_into_her_next_threads_prompt(
+    served: ServerProcess,
+) -> None:
+    client = get_client(url=served.url, api_key=None)
+    alice, bob = f"alice-{uuid.uuid4().hex[:8]}", f"bob-{uuid.uuid4().hex[:8]}"
+    try:
+        thread = await client.threads.create(metadata={"user_id": alice})
+        await _say(client, thread["thread_id"], alice, "remember: alice takes her tea green")
+        bobs = await client.threads.create(metadata={"user_id": bob})
+        await _say(client, bobs["thread_id"], bob, "remember: bob takes his coffee black")
+
+        cron = await client.crons.create(
+            "consolidation_agent", schedule=EVERY_TWO_SECONDS, input={"messages": []},
+            config={"configurable": {"user_id": alice}}, on_run_completed="keep",
+        )  # fmt: skip
+        try:
+
+            async def remembered() -> bool:
+                return await _memory(client, alice) is not None
+
+            async def three_ticks() -> bool:
+                return await _ended_ticks(client, cron["cron_id"]) >= 3
+
+            await eventually(remembered, "consolidation to write alice's memory")
+            # more ticks after the merge: the watermark keeps them from merging it again
+            await eventually(three_ticks, "three consolidation runs to end")
+        finally:
+            await client.crons.delete(cron["cron_id"])
+        assert await _memory(client, alice) == "# Facts\n- alice takes her tea green\n"
+
+        later = await client.threads.create(metadata={"user_id": alice})
+        answer = await _say(client, later["thread_id"], alice, "how do I take my tea?")
+        assert "- alice takes her tea green" in answer
+        assert await _memory(client, bob) is None
+    finally:
+        await client.http.client.aclose()
+
+
+async def _ended_ticks(client: LangGraphClient, cron_id: str) -> int:
+    """How many of the cron's runs have ended (their threads are kept: `keep`)."""
+    threads = await client.threads.search(metadata={"cron_id": cron_id}, limit=100)
+    return sum(1 for t in threads if t["status"] in ("idle", "error"))
