@@ -21,8 +21,10 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langgraph.store.memory import InMemoryStore
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -32,13 +34,14 @@ from tests.server.support import eventually
 
 from fathom.hosting.client import in_process_client
 from fathom.memory.consolidation import (
+    DEFAULT_MEMORY_PATH,
     WATERMARK_PREFIX,
     create_consolidation_agent,
     load_watermark,
 )
 from fathom.memory.watermark import ThreadStamp, Watermark, advance, select_due
 from fathom.server import create_app
-from fathom.testing import ScriptedModel
+from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -194,10 +197,13 @@ async def _say(client: LangGraphClient, thread_id: str, user: str, text: str) ->
     return str(state["messages"][-1]["content"])
 
 
-async def _consolidate(client: LangGraphClient, user: str) -> str:
-    thread = await client.threads.create()
+async def _consolidate(
+    client: LangGraphClient, user: str, graph: str = "consolidation_agent"
+) -> str:
+    # tagged like a conversation of the user: consolidation still never reads its own threads
+    thread = await client.threads.create(metadata={"user_id": user})
     state = await client.runs.wait(
-        thread["thread_id"], "consolidation_agent", input={"messages": []},
+        thread["thread_id"], graph, input={"messages": []},
         config={"configurable": {"user_id": user}},
     )  # fmt: skip
     assert isinstance(state, dict), state
@@ -249,6 +255,46 @@ async def test_a_consolidation_without_a_user_fails_and_remembers_nothing() -> N
     failed = await client.threads.get(thread["thread_id"])
     assert "consolidation needs a user" in json.dumps(failed.get("error"))
     assert await store.asearch((WATERMARK_PREFIX,)) == []
+
+
+def _edit_after_a_refusal(store: InMemoryStore) -> Any:
+    """A merging model whose first write meets a live conversation's change to the file."""
+
+    def policy(request: ScriptRequest) -> AIMessage:
+        results = request.turn_results
+        if not results:  # meanwhile, a live conversation adds a fact of its own
+            store.put(("alice", "memories"), "/facts.md",
+                      {"content": "# Facts\n- alice's cat is called Miso\n"})  # fmt: skip
+            content = "# Facts\n- alice moved to Lyon\n"  # from the prompt: no file yet
+            return ai("", tool_call("write_file", {"file_path": DEFAULT_MEMORY_PATH,
+                                                   "content": content}))  # fmt: skip
+        if len(results) == 1:  # refused, with the current text: add to it instead
+            assert "changed since you last read it" in results[0].text
+            return ai("", tool_call("edit_file", {
+                "file_path": DEFAULT_MEMORY_PATH, "old_string": "# Facts\n",
+                "new_string": "# Facts\n- alice moved to Lyon\n",
+            }))  # fmt: skip
+        return ai("merged after a conflict")
+
+    return policy
+
+
+async def test_a_merge_that_meets_a_live_conversations_change_loses_neither_fact() -> None:
+    store = InMemoryStore()
+    graphs = {
+        "conflicted": create_consolidation_agent(
+            ScriptedModel(policy=_edit_after_a_refusal(store))
+        ),
+        "assistant": consolidation_graphs.assistant,
+    }
+    client = in_process_client(create_app(graphs, store=store))
+    thread = await client.threads.create(metadata={"user_id": "alice"})
+    await _say(client, thread["thread_id"], "alice", "remember: alice moved to Lyon")
+
+    assert await _consolidate(client, "alice", "conflicted") == "merged after a conflict"
+    assert await _memory(client, "alice") == (
+        "# Facts\n- alice moved to Lyon\n- alice's cat is called Miso\n"
+    )
 
 
 # ------------------------------------------------------------------------ end to end
