@@ -259,22 +259,25 @@ def conversation_of(thread: Mapping[str, Any]) -> ConversationThread:
     )
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LangGraphClient] = (
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, LangGraphClient]] = (
     weakref.WeakKeyDictionary()
 )
+"""Clients per event loop (an `httpx.AsyncClient` belongs to one) and hosting app (by id;
+0: the SDK's own in-process transport)."""
 
 
 def _hosting_client() -> LangGraphClient:
     """A client for the server that runs this graph: the fathom app in process, else the
-    SDK's in-process transport (`langgraph dev`, LangGraph Platform); one per event loop."""
+    SDK's in-process transport (`langgraph dev`, LangGraph Platform)."""
     from fathom.hosting.client import in_process_client
     from fathom.hosting.loopback import hosting_app
 
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
+    per_app = _clients.setdefault(asyncio.get_running_loop(), {})
+    app = hosting_app()
+    key = id(app) if app is not None else 0
+    client = per_app.get(key)
     if client is not None:
         return client
-    app = hosting_app()
     if app is not None:
         client = in_process_client(app)
     else:
@@ -288,7 +291,7 @@ def _hosting_client() -> LangGraphClient:
         from langgraph_sdk import get_client
 
         client = get_client(url=None)
-    _clients[loop] = client
+    per_app[key] = client
     return client
 
 
