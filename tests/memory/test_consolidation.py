@@ -42,6 +42,7 @@ from fathom.hosting.client import in_process_client
 from fathom.memory.consolidation import (
     DEFAULT_MEMORY_PATH,
     WATERMARK_PREFIX,
+    ServerThreads,
     create_consolidation_agent,
     load_watermark,
 )
@@ -261,6 +262,58 @@ async def test_a_consolidation_without_a_user_fails_and_remembers_nothing() -> N
     failed = await client.threads.get(thread["thread_id"])
     assert "consolidation needs a user" in json.dumps(failed.get("error"))
     assert await store.asearch((WATERMARK_PREFIX,)) == []
+
+
+async def test_a_consolidation_thread_holds_only_its_latest_runs_batch() -> None:
+    client, _ = _served()
+    alice = await client.threads.create(metadata={"user_id": "alice"})
+    own = await client.threads.create()  # a thread cron's thread: every run on it
+
+    async def consolidate() -> list[dict[str, Any]]:
+        state = await client.runs.wait(
+            own["thread_id"], "consolidation_agent", input={"messages": []},
+            config={"configurable": {"user_id": "alice"}},
+        )  # fmt: skip
+        assert isinstance(state, dict)
+        return state["messages"]
+
+    await _say(client, alice["thread_id"], "alice", "remember: alice has a cat called Miso")
+    await consolidate()
+    await _say(client, alice["thread_id"], "alice", "remember: alice moved to Lyon")
+    messages = await consolidate()
+    humans = [m["content"] for m in messages if m["type"] == "human"]
+    assert len(humans) == 1  # this run's batch: the earlier run's is gone from the state
+    assert "remember: alice moved to Lyon" in humans[0]
+    assert "remember: alice has a cat" not in humans[0]
+    assert await _memory(client, "alice") == (
+        "# Facts\n- alice has a cat called Miso\n- alice moved to Lyon\n"
+    )
+
+
+async def test_on_a_server_with_an_api_key_the_thread_search_sends_the_key() -> None:
+    def agent(threads: ServerThreads) -> Any:
+        model = ScriptedModel(policy=consolidation_graphs.merge_policy)
+        return create_consolidation_agent(model, threads=threads)
+
+    graphs = {
+        "keyless": agent(ServerThreads()),
+        "keyed": agent(ServerThreads(headers={"x-api-key": "sesame"})),
+        "assistant": consolidation_graphs.assistant,
+    }
+    client = in_process_client(create_app(graphs, api_key="sesame"))
+    client.http.client.headers["x-api-key"] = "sesame"
+    thread = await client.threads.create(metadata={"user_id": "alice"})
+    await _say(client, thread["thread_id"], "alice", "remember: alice has a cat called Miso")
+
+    refused = await client.threads.create()
+    run = await client.runs.create(refused["thread_id"], "keyless", input={},
+                                   config={"configurable": {"user_id": "alice"}})  # fmt: skip
+    await client.runs.join(refused["thread_id"], run["run_id"])
+    assert (await client.runs.get(refused["thread_id"], run["run_id"]))["status"] == "error"
+    assert await _memory(client, "alice") is None
+
+    assert (await _consolidate(client, "alice", "keyed")).startswith("merged: ")
+    assert await _memory(client, "alice") == "# Facts\n- alice has a cat called Miso\n"
 
 
 def _edit_after_a_refusal(store: InMemoryStore) -> Any:

@@ -40,10 +40,16 @@ from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+)
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -303,6 +309,9 @@ class ServerThreads:
             running graph, in process.
         user_key: The thread metadata key that names the user.
         page_size: Threads per search call.
+        headers: Sent with every search: `{"x-api-key": ...}` for the hosting server when it
+            was started with an API key (`fathom serve --api-key`), which in-process calls
+            need too.
 
     langgraph-sdk's search has no "updated after" filter, so it pages through the user's
     threads sorted by `updated_at`, newest first, and stops after the first page that
@@ -316,12 +325,14 @@ class ServerThreads:
         *,
         user_key: str = USER_KEY,
         page_size: int = PAGE_SIZE,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size!r}")
         self.client = client
         self.user_key = user_key
         self.page_size = page_size
+        self.headers = dict(headers or {})
 
     async def newest_first(
         self, user_id: str, *, until: datetime | None
@@ -335,6 +346,7 @@ class ServerThreads:
                 metadata={self.user_key: user_id}, sort_by="updated_at", sort_order="desc",
                 limit=self.page_size, offset=offset,
                 select=["thread_id", "updated_at", "status", "metadata", "values"],
+                headers=self.headers or None,
             )  # fmt: skip
             threads = [conversation_of(t) for t in page]
             found.extend(threads)
@@ -487,6 +499,12 @@ def _entry(thread: ConversationThread) -> dict[str, Any]:
     }
 
 
+_FRESH = (RemoveMessage(id=REMOVE_ALL_MESSAGES),)
+"""What a run's messages start with: each run's merge sees its own batch only (the run's
+input, and earlier runs' messages on a thread cron's thread, are dropped from the state;
+the thread's checkpoints keep them)."""
+
+
 def _gather_node(settings: _Settings) -> Any:
     async def gather(state: ConsolidationState, runtime: Runtime) -> dict[str, Any]:
         """Find the user's due conversations and hand them to the merge, or end the run."""
@@ -515,7 +533,7 @@ def _gather_node(settings: _Settings) -> Any:
         stamps = select_due((t.stamp for t in listed), watermark, floor=floor,
                             limit=settings.max_threads)  # fmt: skip
         if not stamps:
-            return {"messages": [AIMessage("Nothing new to consolidate.")],
+            return {"messages": [*_FRESH, AIMessage("Nothing new to consolidate.")],
                     "consolidation": {"user_id": user, "threads": [], "text": False}}  # fmt: skip
         due = []
         for stamp in stamps:
@@ -529,9 +547,9 @@ def _gather_node(settings: _Settings) -> Any:
         }
         if text:
             rendered = render_conversations(user, path, due, max_chars=settings.max_thread_chars)
-            update["messages"] = [HumanMessage(rendered)]
+            update["messages"] = [*_FRESH, HumanMessage(rendered)]
         else:
-            update["messages"] = [AIMessage("No new messages to consolidate.")]
+            update["messages"] = [*_FRESH, AIMessage("No new messages to consolidate.")]
         return update
 
     return gather
