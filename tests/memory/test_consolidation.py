@@ -39,6 +39,7 @@ from tests.server.support import eventually
 from tests.system_requirements import needs
 
 from fathom.hosting.client import in_process_client
+from fathom.memory.claims import aclaim, arelease
 from fathom.memory.consolidation import (
     DEFAULT_MEMORY_PATH,
     WATERMARK_PREFIX,
@@ -181,6 +182,42 @@ def test_bad_settings_are_refused_when_the_agent_is_built() -> None:
         create_consolidation_agent(ScriptedModel(replies=["x"]), max_threads=0)
     with pytest.raises(ValueError, match="look_back"):
         create_consolidation_agent(ScriptedModel(replies=["x"]), look_back=timedelta(-1))
+
+
+# ------------------------------------------------------------------------ claims
+
+CLAIM = ((WATERMARK_PREFIX, "alice"), "/memories/facts.md#claim")
+
+
+async def test_a_claim_keeps_other_runs_out_until_released_or_expired() -> None:
+    store = InMemoryStore()
+    hold = timedelta(minutes=10)
+    assert await aclaim(store, *CLAIM, run_id="one", now=at(0), hold_for=hold)
+    assert not await aclaim(store, *CLAIM, run_id="two", now=at(1), hold_for=hold)
+    assert await aclaim(store, *CLAIM, run_id="one", now=at(2), hold_for=hold)  # resumed
+    await arelease(store, *CLAIM, run_id="two")  # not its claim: nothing changes
+    assert not await aclaim(store, *CLAIM, run_id="two", now=at(3), hold_for=hold)
+    await arelease(store, *CLAIM, run_id="one")
+    assert await aclaim(store, *CLAIM, run_id="two", now=at(4), hold_for=hold)
+    # a run that died holding it blocks the others only until it expires
+    assert await aclaim(store, *CLAIM, run_id="three", now=at(4 + 601), hold_for=hold)
+
+
+async def test_a_run_that_finds_another_runs_claim_merges_nothing_and_leaves_it() -> None:
+    client, store = _served()
+    thread = await client.threads.create(metadata={"user_id": "alice"})
+    await _say(client, thread["thread_id"], "alice", "remember: alice has a cat called Miso")
+    now, hold = datetime.now(UTC), timedelta(minutes=10)
+    assert await aclaim(store, *CLAIM, run_id="a-run-still-merging", now=now, hold_for=hold)
+
+    answer = await _consolidate(client, "alice")
+    assert answer.startswith("Another consolidation of this memory is running")
+    assert await _memory(client, "alice") is None
+    assert await load_watermark(store, "alice", "/memories/facts.md") is None
+
+    await arelease(store, *CLAIM, run_id="a-run-still-merging")
+    assert (await _consolidate(client, "alice")).startswith("merged: ")
+    assert await store.aget(*CLAIM) is None  # the run gave its claim up
 
 
 # ------------------------------------------------------------------------ on a server

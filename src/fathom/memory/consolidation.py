@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ from fathom.backends.protocol import BackendOrFactory
 from fathom.backends.state import StateBackend
 from fathom.backends.store import StoreBackend
 from fathom.errors import FathomError
+from fathom.memory.claims import aclaim, arelease
 from fathom.memory.conversation_search import user_identity
 from fathom.memory.watermark import (
     ThreadStamp,
@@ -75,6 +77,7 @@ from fathom.models import resolve_model
 from fathom.prompt import PromptAssemblyMiddleware
 
 __all__ = [
+    "CLAIM_TIMEOUT",
     "CONSOLIDATION_PROMPT",
     "DEFAULT_MEMORY_PATH",
     "MEMORY_ROUTE",
@@ -116,6 +119,8 @@ DEFAULT_MAX_THREADS = 20
 """Conversations one run merges at most; the next run takes the rest."""
 PAGE_SIZE = 100
 """Threads fetched per thread search."""
+CLAIM_TIMEOUT = timedelta(minutes=10)
+"""How long the claim of a run that died keeps other runs out."""
 MERGE_TOOLS: tuple[FsToolName, ...] = ("ls", "read_file", "write_file", "edit_file")
 """The file tools the merging model has."""
 
@@ -467,6 +472,7 @@ class _Settings:
     look_back: timedelta | None
     max_threads: int
     max_thread_chars: int
+    claim_timeout: timedelta
 
 
 def _own_ids() -> tuple[str | None, str | None]:
@@ -505,9 +511,57 @@ input, and earlier runs' messages on a thread cron's thread, are dropped from th
 the thread's checkpoints keep them)."""
 
 
+def _run_id(runtime: Any) -> str:
+    """This run's id (a resumed run keeps it), or a new one for a run without an id."""
+    info = getattr(runtime, "execution_info", None)
+    run_id = getattr(info, "run_id", None)
+    if not run_id:
+        try:
+            run_id = (get_config().get("metadata") or {}).get("run_id")
+        except RuntimeError:
+            run_id = None
+    return str(run_id) if run_id else str(uuid.uuid4())
+
+
+def _claim_key(memory_path: str) -> str:
+    return f"{memory_path}#claim"
+
+
+def _ended(user: str, text: str) -> dict[str, Any]:
+    """The update of a run that ends in `gather`, answering `text`."""
+    return {
+        "messages": [*_FRESH, AIMessage(text)],
+        "consolidation": {"user_id": user, "threads": [], "text": False},
+    }
+
+
+async def _due(settings: _Settings, store: BaseStore, user: str) -> list[DueConversation]:
+    """The user's due conversations, oldest first, with their messages not merged yet."""
+    path = settings.memory_path
+    watermark = await load_watermark(store, user, path)
+    floor = datetime.now(UTC) - settings.look_back if settings.look_back is not None else None
+    source = settings.threads if settings.threads is not None else ServerThreads()
+    graph_id, thread_id = _own_ids()
+    until = watermark.time if watermark is not None else floor
+    listed = [
+        t for t in await source.newest_first(user, until=until)
+        if _is_conversation(t, graph_id, thread_id)
+    ]  # fmt: skip
+    by_id = {t.stamp.thread_id: t for t in reversed(listed)}  # the newest listing wins
+    stamps = select_due((t.stamp for t in listed), watermark, floor=floor,
+                        limit=settings.max_threads)  # fmt: skip
+    due = []
+    for stamp in stamps:
+        thread = by_id[stamp.thread_id]
+        merged = await _merged_up_to(store, user, path, stamp.thread_id)
+        due.append(DueConversation(thread, thread.after(merged)))
+    return due
+
+
 def _gather_node(settings: _Settings) -> Any:
     async def gather(state: ConsolidationState, runtime: Runtime) -> dict[str, Any]:
-        """Find the user's due conversations and hand them to the merge, or end the run."""
+        """Claim the user's memory file, find the due conversations and hand them to the
+        merge, or end the run (nothing due, or another run holds the claim)."""
         user = _user(runtime)
         if user is None:
             raise ConsolidationError(
@@ -519,31 +573,23 @@ def _gather_node(settings: _Settings) -> Any:
             raise ConsolidationError(
                 "consolidation needs a store (it keeps the memory and its watermark there)"
             )
-        path = settings.memory_path
-        watermark = await load_watermark(store, user, path)
-        floor = datetime.now(UTC) - settings.look_back if settings.look_back is not None else None
-        source = settings.threads if settings.threads is not None else ServerThreads()
-        graph_id, thread_id = _own_ids()
-        until = watermark.time if watermark is not None else floor
-        listed = [
-            t for t in await source.newest_first(user, until=until)
-            if _is_conversation(t, graph_id, thread_id)
-        ]  # fmt: skip
-        by_id = {t.stamp.thread_id: t for t in reversed(listed)}  # the newest listing wins
-        stamps = select_due((t.stamp for t in listed), watermark, floor=floor,
-                            limit=settings.max_threads)  # fmt: skip
-        if not stamps:
-            return {"messages": [*_FRESH, AIMessage("Nothing new to consolidate.")],
-                    "consolidation": {"user_id": user, "threads": [], "text": False}}  # fmt: skip
-        due = []
-        for stamp in stamps:
-            thread = by_id[stamp.thread_id]
-            merged = await _merged_up_to(store, user, path, stamp.thread_id)
-            due.append(DueConversation(thread, thread.after(merged)))
+        path, run_id = settings.memory_path, _run_id(runtime)
+        claim = (_namespace(user), _claim_key(path))
+        if not await aclaim(store, *claim, run_id=run_id, now=datetime.now(UTC),
+                            hold_for=settings.claim_timeout):  # fmt: skip
+            return _ended(user, "Another consolidation of this memory is running; it merges.")
+        try:
+            due = await _due(settings, store, user)
+        except BaseException:
+            await arelease(store, *claim, run_id=run_id)
+            raise
+        if not due:
+            await arelease(store, *claim, run_id=run_id)
+            return _ended(user, "Nothing new to consolidate.")
         batch = [_entry(d.thread) for d in due]
         text = any(d.new for d in due)
         update: dict[str, Any] = {
-            "consolidation": {"user_id": user, "threads": batch, "text": text}
+            "consolidation": {"user_id": user, "threads": batch, "text": text, "run_id": run_id}
         }
         if text:
             rendered = render_conversations(user, path, due, max_chars=settings.max_thread_chars)
@@ -557,10 +603,13 @@ def _gather_node(settings: _Settings) -> Any:
 
 def _record_node(settings: _Settings) -> Any:
     async def record(state: ConsolidationState, runtime: Runtime) -> dict[str, Any]:
-        """Keep how far the batch was merged, now that the merge has ended."""
+        """Keep how far the batch was merged, now that the merge has ended; give up the
+        claim."""
         batch = state.get("consolidation") or {}
-        if runtime.store is not None and batch.get("threads"):
-            await _record(runtime.store, batch["user_id"], settings.memory_path, batch["threads"])
+        store, user, path = runtime.store, batch.get("user_id"), settings.memory_path
+        if store is not None and user and batch.get("threads"):
+            await _record(store, user, path, batch["threads"])
+            await arelease(store, _namespace(user), _claim_key(path), run_id=batch["run_id"])
         return {}
 
     return record
@@ -582,6 +631,7 @@ def create_consolidation_agent(
     look_back: timedelta | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
     max_thread_chars: int = MAX_THREAD_CHARS,
+    claim_timeout: timedelta = CLAIM_TIMEOUT,
     system_prompt: str | None = None,
     name: str = "consolidation_agent",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -600,17 +650,25 @@ def create_consolidation_agent(
         max_threads: Conversations one run merges at most (the oldest due first; the next
             run takes the rest).
         max_thread_chars: Text of one conversation the model gets at most (its end).
+        claim_timeout: How long a run's claim of the memory file keeps other runs of the
+            same user and file out (`fathom.memory.claims`) when it dies without giving the
+            claim up; make it longer than a merge takes.
         system_prompt: Replaces `CONSOLIDATION_PROMPT` (`{memory_path}` is filled in).
         name: The graph's name.
 
     Raises:
-        ValueError: `max_threads` or `max_thread_chars` below 1, a negative `look_back`.
+        ValueError: `max_threads` or `max_thread_chars` below 1, a negative `look_back`, a
+            `claim_timeout` that is not positive.
     """
     if max_threads < 1 or max_thread_chars < 1:
         raise ValueError("max_threads and max_thread_chars must be at least 1")
     if look_back is not None and look_back < timedelta(0):
         raise ValueError(f"look_back must not be negative, not {look_back!r}")
-    settings = _Settings(memory_path, threads, look_back, max_threads, max_thread_chars)
+    if claim_timeout <= timedelta(0):
+        raise ValueError(f"claim_timeout must be positive, not {claim_timeout!r}")
+    settings = _Settings(
+        memory_path, threads, look_back, max_threads, max_thread_chars, claim_timeout
+    )
     files = backend if backend is not None else user_memory_backend()
     prompt = (system_prompt or CONSOLIDATION_PROMPT).replace("{memory_path}", memory_path)
     stack: list[AgentMiddleware[Any, Any, Any]] = [
