@@ -4,14 +4,17 @@
 e.g. as `consolidation_agent`, and trigger it with a cron) whose every run:
 
 1. **gathers**: finds the user (`user_id` in the run's `configurable` or `context`, or the
-   server's authenticated user, as `search_conversations` does), reads the consolidation
-   watermark from the store, and lists the user's threads newest first through the server's
-   own thread search (`metadata={"user_id": ...}`, sorted by `updated_at`), stopping at the
-   first thread older than the watermark (`fathom.memory.watermark`);
-2. **merges**: an agent on `model` with the ordinary file tools gets the due conversations as
-   one message and the memory file in its prompt, and edits the file (so the versioned-write
-   protection applies: a file another conversation changed meanwhile is not overwritten);
-3. **records**: moves the watermark over the threads it merged, only once the merge ended.
+   server's authenticated user, as `search_conversations` does), claims the user's memory
+   file so that no other run merges at the same time (`fathom.memory.claims`), reads the
+   watermark from the store, and lists the user's threads newest first through the
+   server's own thread search (`metadata={"user_id": ...}`, sorted by `updated_at`),
+   stopping at the first thread older than the watermark (`fathom.memory.watermark`);
+2. **merges**: an agent on `model` with the ordinary file tools gets the messages of the due
+   conversations not merged before, as one message, and the memory file in its prompt, and
+   edits the file (so the versioned-write protection applies: a file another conversation
+   changed meanwhile is not overwritten);
+3. **records**: moves the watermark, and each thread's "merged up to" message, over the
+   threads it merged, only once the merge ended, and gives the claim up.
 
 A run with nothing due answers without calling the model. A run that fails leaves the
 watermark where it was, so the next run reads the same threads again.
@@ -89,6 +92,7 @@ __all__ = [
     "Said",
     "ServerThreads",
     "ThreadSource",
+    "conversation_of",
     "create_consolidation_agent",
     "load_watermark",
     "render_conversations",
