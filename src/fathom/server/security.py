@@ -38,6 +38,7 @@ __all__ = [
     "ApiKeyMiddleware",
     "BodyLimitMiddleware",
     "security_middleware",
+    "send_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ EXPOSED_HEADERS = ("content-location", "location", "x-pagination-total", "x-pagi
 """Response headers a browser client may read: the SDK follows `Content-Location` to a run."""
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any],
+async def send_json(send: Send, status: int, body: dict[str, Any],
                      headers: Sequence[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
     payload = json.dumps(body).encode()
     await send({
@@ -119,14 +120,14 @@ class ApiKeyMiddleware:
             return
         presented = self._presented(scope)
         if presented is None:
-            await _send_json(send, 401, {
+            await send_json(send, 401, {
                 "detail": "this server needs an API key: send it in the `x-api-key` header "
                 "(or as `Authorization: Bearer <key>`)"
             }, [(b"www-authenticate", b'Bearer realm="fathom"')])  # fmt: skip
             return
         if not hmac.compare_digest(presented.encode(), self._key):
             logger.info("refused a request to %s with a wrong API key", scope.get("path"))
-            await _send_json(send, 403, {
+            await send_json(send, 403, {
                 "detail": "the API key is not valid for this server; send the key the server was "
                 "started with (--api-key or FATHOM_API_KEY) in the `x-api-key` header"
             })  # fmt: skip
@@ -163,7 +164,7 @@ class BodyLimitMiddleware:
             return
         length = _header(scope, b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_body_bytes:
-            await _send_json(send, 413, self._detail())
+            await send_json(send, 413, self._detail())
             return
         received = 0
         exceeded = False
@@ -193,7 +194,7 @@ class BodyLimitMiddleware:
             if not exceeded or started:
                 raise  # an error of the app's own, or too late to answer 413
         if exceeded and not started:
-            await _send_json(send, 413, self._detail(), [(b"connection", b"close")])
+            await send_json(send, 413, self._detail(), [(b"connection", b"close")])
 
 
 def security_middleware(

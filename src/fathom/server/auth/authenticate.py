@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hmac
 import inspect
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fathom.hosting.client import LOOPBACK_HEADER
 from fathom.server.auth.users import AuthUser, BadUserError, normalize_user
-from fathom.server.security import OPEN_PATHS
+from fathom.server.security import OPEN_PATHS, send_json
 
 __all__ = ["SCOPE_KEY", "AuthMiddleware", "AuthState", "auth_state", "check_authenticator"]
 
@@ -112,17 +111,8 @@ def _arguments(handler: Any, scope: Scope) -> dict[str, Any]:
 
 
 async def _send_json(send: Send, status: int, detail: str, headers: dict[str, str]) -> None:
-    payload = json.dumps({"detail": detail}).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(payload)).encode()),
-            *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()),
-        ],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": payload})
+    encoded = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    await send_json(send, status, {"detail": detail}, encoded)
 
 
 def _current_run_user() -> AuthUser | None:
