@@ -6,7 +6,16 @@ import httpx
 from langgraph_sdk.client import LangGraphClient
 from tests.server.servers import ServerProcess
 
-GRAPHS = {"agent", "slow_agent", "interrupting", "nested", "custom", "failing", "gated"}
+GRAPHS = {
+    "agent",
+    "slow_agent",
+    "weather",
+    "interrupting",
+    "nested",
+    "custom",
+    "failing",
+    "gated",
+}
 
 
 async def test_ok_and_info_answer(server: ServerProcess) -> None:

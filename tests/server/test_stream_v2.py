@@ -1,6 +1,8 @@
 """The thread-centric streaming protocol, as langgraph-sdk 0.4.14 documents it:
 `async with client.threads.stream(assistant_id=...) as thread`, `thread.run.start(...)`,
-`thread.values`, `thread.output`, `thread.interrupts` and `thread.run.respond(...)`, over its
+`thread.values`, `thread.output`, `thread.messages` (one chat-model stream per model reply, its
+text streamed in content-block deltas), `thread.tool_calls`, `thread.interrupts` and
+`thread.run.respond(...)`, over its
 SSE transport (`POST /threads/{id}/commands` and `POST /threads/{id}/stream/events`), and the
 replay of a thread's events after a `since` cursor.
 
@@ -69,6 +71,70 @@ async def test_a_run_started_by_a_command_streams_its_values_and_output(
         for snapshot in snapshots
         for message in (snapshot or {}).get("messages", [])
     ), "the run's values reached the stream"
+
+
+async def _message_texts(thread: Any) -> list[str]:
+    """The text of every root message stream of the thread's run, in order.
+
+    The streams are read after the iteration ends: the projection feeds a stream its events
+    while it is being iterated, so a text awaited inside the loop would never complete."""
+    streams = [stream async for stream in thread.messages]
+    return [await stream.text for stream in streams]
+
+
+async def _tool_calls(thread: Any) -> list[tuple[str, Any, Any]]:
+    """``(name, input, output)`` of every root tool call of the thread's run."""
+    handles = [handle async for handle in thread.tool_calls]
+    return [(handle.name, handle.input, await handle.output) for handle in handles]
+
+
+async def test_a_commanded_run_streams_its_model_replies_and_tool_calls(
+    client: LangGraphClient,
+) -> None:
+    async with client.threads.stream(assistant_id="weather") as thread:
+        await thread.run.start(input=user("Paris"))
+        async with asyncio.timeout(DEADLINE_S):
+            texts, calls = await asyncio.gather(_message_texts(thread), _tool_calls(thread))
+            output = await thread.output
+    assert texts, "the model's replies reached thread.messages"
+    assert texts[-1] == "The weather: sunny in Paris"
+    assert len(calls) == 1
+    name, arguments, result = calls[0]
+    assert (name, arguments) == ("lookup_weather", {"city": "Paris"})
+    assert _text(result) == "sunny in Paris"
+    assert _text(output["messages"][-1]) == "The weather: sunny in Paris"
+
+
+async def test_message_events_stream_the_reply_in_content_block_deltas(
+    client: LangGraphClient,
+) -> None:
+    async with client.threads.stream(assistant_id="weather") as thread:
+        await thread.run.start(input=user("Oslo"))
+        await asyncio.wait_for(thread.output, DEADLINE_S)
+    transport = ProtocolSseTransport(client=client.http.client, thread_id=thread.thread_id)
+    try:
+        channels = {"channels": ["messages", "tools", "lifecycle"]}
+        seen = await _events_until_completed(transport, channels, 1)
+    finally:
+        await transport.close()
+    kinds = [(event["method"], event["params"]["data"]["event"]) for event in seen
+             if event["method"] != "lifecycle"]  # fmt: skip
+    assert ("messages", "message-start") in kinds and ("messages", "message-finish") in kinds
+    assert [kind for method, kind in kinds if method == "tools"] == [
+        "tool-started",
+        "tool-finished",
+    ]
+    # root messages only: langgraph dev also mirrors each tool result as a message under
+    # the namespace `tools:<tool_call_id>`
+    root = [e["params"]["data"] for e in seen
+            if e["method"] == "messages" and not e["params"]["namespace"]]  # fmt: skip
+    deltas = [
+        data["delta"]["text"]
+        for data in root
+        if data["event"] == "content-block-delta" and data["delta"].get("type") == "text-delta"
+    ]
+    assert len(deltas) > 1, "the reply came in several chunks"
+    assert "".join(deltas) == "The weather: sunny in Oslo"
 
 
 async def test_the_thread_event_stream_replays_after_a_since_cursor(

@@ -11,8 +11,12 @@ Each server event of a run becomes at most one protocol event ``{"type": "event"
 * a run's end → one ``input.requested`` ``{"interrupt_id", "payload"}`` per pending
   interrupt and ``lifecycle`` ``interrupted``, or ``lifecycle`` ``completed``/``failed``.
 
-``messages`` and ``tools`` (the token-level content-block events) are not produced: fathom's
-runs do not stream them in this protocol. ``event_id`` is ``{run_id}:{index}`` (stable
+* ``messages`` (content-block events: ``message-start``, ``content-block-start``/``-delta``/
+  ``-finish``, ``message-finish``) and ``tools`` (``tool-started``, ``tool-output-delta``,
+  ``tool-finished``, ``tool-error``) keep their names and data: only runs started with
+  ``run.start``/``input.respond`` publish them (``execution.runner``).
+
+``event_id`` is ``{run_id}:{index}`` (stable
 across connections, which the SDK dedups on); ``seq`` numbers a connection's events.
 """
 
@@ -109,6 +113,8 @@ def protocol_event(run_id: str, index: int, event: str, data: bytes) -> dict[str
         return _event(event_id, "updates", namespace, update)
     if method == "custom":
         return _event(event_id, "custom", namespace, {"payload": payload})
+    if method in ("messages", "tools") and isinstance(payload, dict) and "event" in payload:
+        return _event(event_id, method, namespace, payload)
     return None
 
 

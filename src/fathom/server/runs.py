@@ -130,11 +130,18 @@ async def check_run_body(server: FathomServer, body: dict[str, Any]) -> None:
 
 
 async def start_run(
-    server: FathomServer, body: dict[str, Any], thread_id: str | None, run_id: str | None = None
+    server: FathomServer,
+    body: dict[str, Any],
+    thread_id: str | None,
+    run_id: str | None = None,
+    *,
+    protocol_v2: bool = False,
 ) -> dict[str, Any]:
     """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
     The body is checked before any thread is created, so a bad request leaves nothing behind.
+    ``protocol_v2`` (the thread-centric protocol's ``run.start``) streams the run's
+    content-block ``messages`` and ``tools`` events (``execution.runner``).
     """
     if thread_id is None:
         run = await parse_stateless(server, body, run_id)
@@ -145,6 +152,8 @@ async def start_run(
     if existing is None and not create:
         raise NotFound(f"Thread with ID {thread_id} not found")
     run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
+    if protocol_v2:
+        run["kwargs"]["protocol_v2"] = True
     thread = existing or await server.records.new_thread(thread_id, None)
     _inherit_thread_metadata(run, thread)
     return await server.runs.submit(run, thread)

@@ -12,7 +12,8 @@ uses it (its SSE transport; the WebSocket transport is not served).
   runs, oldest run first, then the runs as they happen, until the client goes away. Events
   are numbered ``seq`` 1, 2, ... per connection in that order (the SSE ``id``), so ``since``
   (the last ``seq`` a client got) skips what it saw; the SDK also drops repeats by
-  ``event_id``. A run started with ``run.start`` keeps its events (``stream_resumable``).
+  ``event_id``. A run started with ``run.start`` keeps its events (``stream_resumable``),
+  its content-block ``messages`` and its ``tools`` events among them.
 
 The run's events become protocol events in ``protocol_events``.
 """
@@ -109,7 +110,7 @@ async def _run_start(
     server: FathomServer, thread_id: str, params: dict[str, Any]
 ) -> dict[str, Any]:
     body = {**_run_body(params), "input": params.get("input")}
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, protocol_v2=True)
     return {"run_id": run["run_id"]}
 
 
@@ -136,7 +137,7 @@ async def _input_respond(
         raise Unprocessable(f"No pending interrupt {unknown[0]!r} on thread {thread_id}")
     assistant_id = params.get("assistant_id") or thread.get("metadata", {}).get("assistant_id")
     body = {**_run_body({**params, "assistant_id": assistant_id}), "command": {"resume": resume}}
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, body, thread_id, protocol_v2=True)
     return {"run_id": run["run_id"]}
 
 
