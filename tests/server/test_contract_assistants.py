@@ -12,6 +12,7 @@ GRAPHS = {
     "weather",
     "interrupting",
     "nested",
+    "forecast",
     "custom",
     "failing",
     "gated",

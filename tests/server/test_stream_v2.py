@@ -12,14 +12,20 @@ The same client code runs against `fathom serve` and `langgraph dev`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.stream.transport.http import ProtocolSseTransport
-from tests.server.servers import ServerProcess
+from tests.postgres import postgres_uri
+from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available
 from tests.server.support import eventually, user
+
+__all__ = ["postgres_uri"]  # the fixture, imported for this module's tests
 
 DEADLINE_S = 60.0
 """Bounds a hang; the scripted runs end in milliseconds."""
@@ -103,6 +109,27 @@ async def test_a_commanded_run_streams_its_model_replies_and_tool_calls(
     assert (name, arguments) == ("lookup_weather", {"city": "Paris"})
     assert _text(result) == "sunny in Paris"
     assert _text(output["messages"][-1]) == "The weather: sunny in Paris"
+
+
+async def test_a_subgraphs_model_replies_and_tool_calls_stream_on_its_handle(
+    client: LangGraphClient, server: ServerProcess
+) -> None:
+    async with client.threads.stream(assistant_id="forecast") as thread:
+        await thread.run.start(input=user("Rome"))
+        async with asyncio.timeout(DEADLINE_S):
+            handles = [handle async for handle in thread.subgraphs]
+            forecasters = [handle for handle in handles if handle.graph_name == "forecaster"]
+            assert len(forecasters) == 1, [handle.namespace for handle in handles]
+            (forecaster,) = forecasters
+            texts = await _message_texts(forecaster)
+            calls = await _tool_calls(forecaster)
+            output = await thread.output
+    assert texts and texts[-1] == "The weather: sunny in Rome"
+    assert _text(output["messages"][-1]) == "The weather: sunny in Rome"
+    if server.kind == "fathom":  # langgraph dev sends no `tools` events from a subgraph
+        assert [(name, arguments) for name, arguments, _ in calls] == [
+            ("lookup_weather", {"city": "Rome"})
+        ]
 
 
 async def test_message_events_stream_the_reply_in_content_block_deltas(
@@ -200,3 +227,44 @@ async def test_bad_commands_and_subscriptions_get_clear_errors(
         await handle.close()
     finally:
         await transport.close()
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, postgres_uri: str) -> Iterator[list[ServerProcess]]:
+    """Two `fathom serve` replicas on one PostgreSQL database (started by the test)."""
+    if not fathom_serve_available():
+        pytest.skip("this fathom has no `serve` command")
+    workdir = copy_deployment(tmp_path / "deploy")
+    options = ("--database", postgres_uri, "--lease-seconds", "5")
+    made = [
+        ServerProcess(kind="fathom", workdir=workdir, name=name, extra_args=options)
+        for name in ("-a", "-b")
+    ]
+    yield made
+    for replica in made:
+        replica.stop()
+
+
+async def test_another_replica_streams_a_commanded_runs_messages_and_tool_calls(
+    replicas: list[ServerProcess],
+) -> None:
+    first, second = replicas
+    first.start()  # the only replica when the run starts: it runs there
+    one = get_client(url=first.url, api_key=None)
+    two = get_client(url=second.url, api_key=None)
+    try:
+        async with one.threads.stream(assistant_id="weather") as started:
+            await started.run.start(input=user("Lima"))
+            await asyncio.wait_for(started.output, DEADLINE_S)
+        second.start()
+        async with two.threads.stream(started.thread_id, assistant_id="weather") as thread:
+            async with asyncio.timeout(DEADLINE_S):
+                texts, calls = await asyncio.gather(_message_texts(thread), _tool_calls(thread))
+    finally:
+        await one.http.client.aclose()
+        await two.http.client.aclose()
+    assert texts[-1] == "The weather: sunny in Lima"
+    assert [(name, arguments) for name, arguments, _ in calls] == [
+        ("lookup_weather", {"city": "Lima"})
+    ]
+    assert _text(calls[0][2]) == "sunny in Lima"

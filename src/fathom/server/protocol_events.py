@@ -16,6 +16,10 @@ Each server event of a run becomes at most one protocol event ``{"type": "event"
   ``tool-finished``, ``tool-error``) keep their names and data: only runs started with
   ``run.start``/``input.respond`` publish them (``execution.runner``).
 
+A subgraph's first event is preceded by a ``lifecycle`` ``{"event": "started",
+"graph_name"}`` event in its namespace (one per namespace and run, ``subgraph_starts``): the
+SDK discovers ``thread.subgraphs`` from those.
+
 ``event_id`` is ``{run_id}:{index}`` (stable
 across connections, which the SDK dedups on); ``seq`` numbers a connection's events.
 """
@@ -33,6 +37,7 @@ __all__ = [
     "matches",
     "protocol_event",
     "run_end_events",
+    "subgraph_starts",
 ]
 
 CHANNELS = (
@@ -116,6 +121,23 @@ def protocol_event(run_id: str, index: int, event: str, data: bytes) -> dict[str
     if method in ("messages", "tools") and isinstance(payload, dict) and "event" in payload:
         return _event(event_id, method, namespace, payload)
     return None
+
+
+def subgraph_starts(
+    run_id: str, event: dict[str, Any], started: set[tuple[str, ...]]
+) -> list[dict[str, Any]]:
+    """The ``lifecycle`` ``started`` events of the subgraphs ``event``'s namespace is in that
+    are not in ``started`` yet (outermost first); they are added to it."""
+    namespace: list[str] = event["params"]["namespace"]
+    events: list[dict[str, Any]] = []
+    for depth in range(1, len(namespace) + 1):
+        path = tuple(namespace[:depth])
+        if path in started:
+            continue
+        started.add(path)
+        data = {"event": "started", "graph_name": path[-1].split(":", 1)[0]}
+        events.append(_event(f"{run_id}:started:{'|'.join(path)}", "lifecycle", list(path), data))
+    return events
 
 
 def run_end_events(

@@ -10,6 +10,8 @@ this file unchanged, so the same client-side tests can run against either server
 - `weather`: a fathom deep agent whose `ScriptedModel` first calls the `lookup_weather` tool,
   then answers `The weather: <tool result>` (streamed in chunks): model tokens and a tool
   call for the `messages` and `tools` streams.
+- `forecast`: a parent graph whose node `forecaster` is the `weather` agent (a subgraph that
+  streams model tokens and calls a tool).
 - `interrupting`: asks a question with `interrupt(...)` and records the answer it is resumed with.
 - `nested`: a parent graph whose node is a compiled subgraph (for `stream_subgraphs`).
 - `custom`: writes progress events with `get_stream_writer()` (`stream_mode="custom"`).
@@ -142,6 +144,13 @@ nested = (
     .add_edge("parent_step", "child")
     .add_edge("child", END)
 ).compile(name="nested")
+
+forecast = (
+    StateGraph(MessagesState)
+    .add_node("forecaster", weather)
+    .add_edge(START, "forecaster")
+    .add_edge("forecaster", END)
+).compile(name="forecast")
 
 
 # ------------------------------------------------------------------------------ custom
