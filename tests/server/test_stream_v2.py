@@ -12,7 +12,7 @@ The same client code runs against `fathom serve` and `langgraph dev`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,21 @@ def _text(message: dict[str, Any]) -> str:
 
 
 async def _events_until_completed(
-    transport: ProtocolSseTransport, params: dict[str, Any], runs: int
+    transport: ProtocolSseTransport,
+    params: dict[str, Any],
+    runs: int,
+    start: Callable[[], Awaitable[None]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The events of one stream until `runs` root `lifecycle` ends; then it is closed."""
+    """The events of one stream until `runs` root `lifecycle` ends; then it is closed.
+    `start` is awaited once the server answered the subscription."""
     handle = transport.open_event_stream(params)
     seen: list[dict[str, Any]] = []
     ended = 0
     try:
         async with asyncio.timeout(DEADLINE_S):
+            if start is not None:
+                await handle.ready
+                await start()
             async for event in handle.events:
                 seen.append(dict(event))
                 data = event["params"].get("data") or {}
@@ -162,6 +169,27 @@ async def test_message_events_stream_the_reply_in_content_block_deltas(
     ]
     assert len(deltas) > 1, "the reply came in several chunks"
     assert "".join(deltas) == "The weather: sunny in Oslo"
+
+
+async def test_a_run_started_by_the_classic_api_shows_its_values_but_no_message_events(
+    client: LangGraphClient,
+) -> None:
+    thread_id = (await client.threads.create())["thread_id"]
+    transport = ProtocolSseTransport(client=client.http.client, thread_id=thread_id)
+    channels = {"channels": ["values", "messages", "tools", "lifecycle"]}
+
+    async def start() -> None:  # once subscribed: langgraph dev keeps no classic run's events
+        await client.runs.create(
+            thread_id, "weather", input=user("Kyiv"), stream_mode=["values", "messages-tuple"]
+        )
+
+    try:
+        seen = await _events_until_completed(transport, channels, 1, start)
+    finally:
+        await transport.close()
+    methods = {event["method"] for event in seen}
+    assert "values" in methods
+    assert not methods & {"messages", "tools"}, "only protocol runs carry them"
 
 
 async def test_the_thread_event_stream_replays_after_a_since_cursor(
