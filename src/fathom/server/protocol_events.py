@@ -20,8 +20,9 @@ A subgraph's first event is preceded by a ``lifecycle`` ``{"event": "started",
 "graph_name"}`` event in its namespace (one per namespace and run, ``subgraph_starts``): the
 SDK discovers ``thread.subgraphs`` from those.
 
-``event_id`` is ``{run_id}:{index}`` (stable
-across connections, which the SDK dedups on); ``seq`` numbers a connection's events.
+``event_id`` is ``{run_id}:{index}`` (``{run_id}:started:{namespace}`` for a subgraph's
+start), stable across connections, which the SDK dedups on; ``seq`` numbers a connection's
+events.
 """
 
 from __future__ import annotations

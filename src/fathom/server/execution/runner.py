@@ -272,6 +272,13 @@ def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+_GRAPH_MODES = frozenset(
+    {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages", "tools"}
+)
+"""The stream modes a graph streams itself (``events`` and ``messages-tuple`` are the
+server's)."""
+
+
 async def _stream_protocol(
     graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit
 ) -> RunEnd:
@@ -297,10 +304,3 @@ async def _stream_protocol(
     async for part in stream:
         tr.part(*_v1_part(part))
     return tr.end
-
-
-_GRAPH_MODES = frozenset(
-    {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages", "tools"}
-)
-"""The stream modes a graph streams itself (``events`` and ``messages-tuple`` are the
-server's)."""
