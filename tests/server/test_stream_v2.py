@@ -101,6 +101,20 @@ async def _tool_calls(thread: Any) -> list[tuple[str, Any, Any]]:
     return [(handle.name, handle.input, await handle.output) for handle in handles]
 
 
+async def test_a_tool_calls_partial_output_streams_as_its_deltas(
+    client: LangGraphClient,
+) -> None:
+    async with client.threads.stream(assistant_id="weather") as thread:
+        await thread.run.start(input=user("Bern"))
+        async with asyncio.timeout(DEADLINE_S):
+            handles = [handle async for handle in thread.tool_calls]
+            assert len(handles) == 1
+            deltas = [delta async for delta in handles[0].deltas]
+            result = await handles[0].output
+    assert deltas == ["looking up ", "the sky"]
+    assert _text(result) == "sunny in Bern"
+
+
 async def test_a_commanded_run_streams_its_model_replies_and_tool_calls(
     client: LangGraphClient,
 ) -> None:
@@ -156,6 +170,8 @@ async def test_message_events_stream_the_reply_in_content_block_deltas(
     assert ("messages", "message-start") in kinds and ("messages", "message-finish") in kinds
     assert [kind for method, kind in kinds if method == "tools"] == [
         "tool-started",
+        "tool-output-delta",
+        "tool-output-delta",
         "tool-finished",
     ]
     # root messages only: langgraph dev also mirrors each tool result as a message under

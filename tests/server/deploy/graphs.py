@@ -7,9 +7,10 @@ this file unchanged, so the same client-side tests can run against either server
   so any number of runs and threads get predictable replies.
 - `slow_agent`: the same agent on a model that takes `SLOW_MODEL_SECONDS` to answer, so a test
   can kill a server while runs are in flight.
-- `weather`: a fathom deep agent whose `ScriptedModel` first calls the `lookup_weather` tool,
-  then answers `The weather: <tool result>` (streamed in chunks): model tokens and a tool
-  call for the `messages` and `tools` streams.
+- `weather`: a fathom deep agent whose `ScriptedModel` first calls the `lookup_weather` tool
+  (which streams `WEATHER_DELTAS` as partial output), then answers `The weather: <tool
+  result>` (streamed in chunks): model tokens and a tool call for the `messages` and `tools`
+  streams.
 - `forecast`: a parent graph whose node `forecaster` is the `weather` agent (a subgraph that
   streams model tokens and calls a tool).
 - `interrupting`: asks a question with `interrupt(...)` and records the answer it is resumed with.
@@ -29,6 +30,7 @@ import asyncio
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
@@ -63,9 +65,15 @@ slow_agent = create_deep_agent(
 )
 
 
+WEATHER_DELTAS = ("looking up ", "the sky")
+"""The partial outputs `lookup_weather` streams before its result."""
+
+
 @tool
-def lookup_weather(city: str) -> str:
+async def lookup_weather(city: str, runtime: ToolRuntime) -> str:
     """The weather in `city` (scripted)."""
+    for delta in WEATHER_DELTAS:
+        runtime.emit_output_delta(delta)
     return f"sunny in {city}"
 
 
