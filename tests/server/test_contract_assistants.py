@@ -6,7 +6,18 @@ import httpx
 from langgraph_sdk.client import LangGraphClient
 from tests.server.servers import ServerProcess
 
-GRAPHS = {"agent", "slow_agent", "interrupting", "nested", "custom", "failing", "gated", "whoami"}
+GRAPHS = {
+    "agent",
+    "slow_agent",
+    "weather",
+    "interrupting",
+    "nested",
+    "forecast",
+    "custom",
+    "failing",
+    "gated",
+    "whoami",
+}
 
 
 async def test_ok_and_info_answer(server: ServerProcess) -> None:

@@ -145,7 +145,10 @@ def test_other_hosts_are_not_loopback(host: str):
 
 
 async def test_the_served_deployment_answers_the_real_sdk(served: Served, workdir: Path):
-    graphs = "agent, slow_agent, interrupting, nested, custom, failing, gated, whoami"
+    graphs = (
+        "agent, slow_agent, weather, interrupting, nested, forecast, custom, failing, gated, "
+        "whoami"
+    )
     assert f"graphs: {graphs}" in served.line
     assert f"storage: SQLite in {workdir / '.fathom'}" in served.line
     async with httpx.AsyncClient(base_url=served.url) as http:

@@ -11,9 +11,18 @@ Each server event of a run becomes at most one protocol event ``{"type": "event"
 * a run's end → one ``input.requested`` ``{"interrupt_id", "payload"}`` per pending
   interrupt and ``lifecycle`` ``interrupted``, or ``lifecycle`` ``completed``/``failed``.
 
-``messages`` and ``tools`` (the token-level content-block events) are not produced: fathom's
-runs do not stream them in this protocol. ``event_id`` is ``{run_id}:{index}`` (stable
-across connections, which the SDK dedups on); ``seq`` numbers a connection's events.
+* ``messages`` (content-block events: ``message-start``, ``content-block-start``/``-delta``/
+  ``-finish``, ``message-finish``) and ``tools`` (``tool-started``, ``tool-output-delta``,
+  ``tool-finished``, ``tool-error``) keep their names and data: only runs started with
+  ``run.start``/``input.respond`` publish them (``execution.runner``).
+
+A subgraph's first event is preceded by a ``lifecycle`` ``{"event": "started",
+"graph_name"}`` event in its namespace (one per namespace and run, ``subgraph_starts``): the
+SDK discovers ``thread.subgraphs`` from those.
+
+``event_id`` is ``{run_id}:{index}`` (``{run_id}:started:{namespace}`` for a subgraph's
+start), stable across connections, which the SDK dedups on; ``seq`` numbers a connection's
+events.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ __all__ = [
     "matches",
     "protocol_event",
     "run_end_events",
+    "subgraph_starts",
 ]
 
 CHANNELS = (
@@ -109,7 +119,26 @@ def protocol_event(run_id: str, index: int, event: str, data: bytes) -> dict[str
         return _event(event_id, "updates", namespace, update)
     if method == "custom":
         return _event(event_id, "custom", namespace, {"payload": payload})
+    if method in ("messages", "tools") and isinstance(payload, dict) and "event" in payload:
+        return _event(event_id, method, namespace, payload)
     return None
+
+
+def subgraph_starts(
+    run_id: str, event: dict[str, Any], started: set[tuple[str, ...]]
+) -> list[dict[str, Any]]:
+    """The ``lifecycle`` ``started`` events of the subgraphs ``event``'s namespace is in that
+    are not in ``started`` yet (outermost first); they are added to it."""
+    namespace: list[str] = event["params"]["namespace"]
+    events: list[dict[str, Any]] = []
+    for depth in range(1, len(namespace) + 1):
+        path = tuple(namespace[:depth])
+        if path in started:
+            continue
+        started.add(path)
+        data = {"event": "started", "graph_name": path[-1].split(":", 1)[0]}
+        events.append(_event(f"{run_id}:started:{'|'.join(path)}", "lifecycle", list(path), data))
+    return events
 
 
 def run_end_events(

@@ -141,6 +141,7 @@ async def start_run(
     *,
     request: HTTPConnection | None = None,
     identity: Identity | None = None,
+    protocol_v2: bool = False,
 ) -> dict[str, Any]:
     """Validate ``body``, find or create the thread, and submit the run (as ``run_id``).
 
@@ -148,6 +149,8 @@ async def start_run(
     With ``request`` and custom auth, the ``threads.create_run`` handler decides (a thread it
     filters out is a 404), and the caller's identity goes into the run's config. Without a
     request, ``identity`` (a cron's creator) is the one the run gets.
+    ``protocol_v2`` (the thread-centric protocol's ``run.start``) streams the run's
+    content-block ``messages`` and ``tools`` events (``execution.runner``).
     """
     if thread_id is None:
         parsed = await parse_stateless(server, body, run_id, request=request, identity=identity)
@@ -159,6 +162,8 @@ async def start_run(
         raise NotFound(f"Thread with ID {thread_id} not found")
     run = await _parse(server, body, thread_id, temporary=False, run_id=run_id)
     added = await _authorize_run(request, run, existing, if_not_exists)
+    if protocol_v2:
+        run["kwargs"]["protocol_v2"] = True
     thread = existing or await server.records.new_thread(thread_id, added or None)
     _attach_caller(run, request, identity)
     _inherit_thread_metadata(run, thread)

@@ -6,13 +6,14 @@ uses it (its SSE transport; the WebSocket transport is not served).
   "error", "message"}``. ``run.start`` (``assistant_id``, ``input``, ``config``, ``metadata``,
   ``multitask_strategy``) starts a run on the thread, creating the thread if needed;
   ``input.respond`` (``interrupt_id`` and ``response``, or ``responses``) resumes a thread
-  waiting on ``interrupt()``.
+  waiting on ``interrupt()``. Such runs stream their subgraphs too (``stream_subgraphs``).
 * ``POST /threads/{thread_id}/stream/events``: an SSE stream of protocol events for the body's
   ``channels`` (and optional ``namespaces``/``depth``): every kept event of the thread's
   runs, oldest run first, then the runs as they happen, until the client goes away. Events
   are numbered ``seq`` 1, 2, ... per connection in that order (the SSE ``id``), so ``since``
   (the last ``seq`` a client got) skips what it saw; the SDK also drops repeats by
-  ``event_id``. A run started with ``run.start`` keeps its events (``stream_resumable``).
+  ``event_id``. A run started with ``run.start`` keeps its events (``stream_resumable``),
+  its content-block ``messages`` and its ``tools`` events among them.
 
 The run's events become protocol events in ``protocol_events``. With custom auth, the event
 stream needs ``threads.read`` and both commands ``threads.create_run`` on the thread (a thread
@@ -32,7 +33,13 @@ from starlette.routing import Route
 from fathom.server.auth.guards import visible_thread
 from fathom.server.context import FathomServer, server_of
 from fathom.server.errors import ApiError, Unprocessable, json_response
-from fathom.server.protocol_events import CHANNELS, matches, protocol_event, run_end_events
+from fathom.server.protocol_events import (
+    CHANNELS,
+    matches,
+    protocol_event,
+    run_end_events,
+    subgraph_starts,
+)
 from fathom.server.runs import start_run
 from fathom.server.serde import dumps, to_jsonable
 from fathom.server.sse import frame, sse_response
@@ -103,6 +110,7 @@ def _run_body(params: dict[str, Any]) -> dict[str, Any]:
         "config": params.get("config"),
         "metadata": params.get("metadata"),
         "stream_mode": _RUN_MODES,
+        "stream_subgraphs": True,
         "stream_resumable": True,
         "if_not_exists": "create",
         "multitask_strategy": strategy,
@@ -114,7 +122,7 @@ async def _run_start(
 ) -> dict[str, Any]:
     """Start a run on the thread as the caller (the ``threads.create_run`` handler decides)."""
     body = {**_run_body(params), "input": params.get("input")}
-    run = await start_run(server, body, thread_id, request=request)
+    run = await start_run(server, body, thread_id, request=request, protocol_v2=True)
     return {"run_id": run["run_id"]}
 
 
@@ -143,7 +151,7 @@ async def _input_respond(
         raise Unprocessable(f"No pending interrupt {unknown[0]!r} on thread {thread_id}")
     assistant_id = params.get("assistant_id") or thread.get("metadata", {}).get("assistant_id")
     body = {**_run_body({**params, "assistant_id": assistant_id}), "command": {"resume": resume}}
-    run = await start_run(server, body, thread_id, request=request)
+    run = await start_run(server, body, thread_id, request=request, protocol_v2=True)
     return {"run_id": run["run_id"]}
 
 
@@ -195,6 +203,7 @@ async def _interrupts(server: FathomServer, thread_id: str, run_id: str) -> list
 async def _protocol_events(server: FathomServer, thread_id: str) -> AsyncIterator[dict[str, Any]]:
     """The thread's protocol events, oldest run first, then live (no ``seq`` yet)."""
     failed: set[str] = set()
+    started: dict[str, set[tuple[str, ...]]] = {}  # per run: the subgraphs seen
     async for item in follow_thread(server, thread_id, history=True):
         if item.run is None:
             continue
@@ -205,11 +214,14 @@ async def _protocol_events(server: FathomServer, thread_id: str) -> AsyncIterato
                                         run_id in failed):  # fmt: skip
                 yield event
             failed.discard(run_id)
+            started.pop(run_id, None)
             continue
         if item.event == "error":
             failed.add(run_id)
         event = protocol_event(run_id, item.index, item.event, item.data)
         if event is not None:
+            for start in subgraph_starts(run_id, event, started.setdefault(run_id, set())):
+                yield start
             yield event
 
 

@@ -7,6 +7,12 @@ this file unchanged, so the same client-side tests can run against either server
   so any number of runs and threads get predictable replies.
 - `slow_agent`: the same agent on a model that takes `SLOW_MODEL_SECONDS` to answer, so a test
   can kill a server while runs are in flight.
+- `weather`: a fathom deep agent whose `ScriptedModel` first calls the `lookup_weather` tool
+  (which streams `WEATHER_DELTAS` as partial output), then answers `The weather: <tool
+  result>` (streamed in chunks): model tokens and a tool call for the `messages` and `tools`
+  streams.
+- `forecast`: a parent graph whose node `forecaster` is the `weather` agent (a subgraph that
+  streams model tokens and calls a tool).
 - `interrupting`: asks a question with `interrupt(...)` and records the answer it is resumed with.
 - `nested`: a parent graph whose node is a compiled subgraph (for `stream_subgraphs`).
 - `custom`: writes progress events with `get_stream_writer()` (`stream_mode="custom"`).
@@ -26,8 +32,10 @@ import asyncio
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -35,7 +43,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from fathom import create_deep_agent
-from fathom.testing import ScriptedModel, ScriptRequest
+from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 GATE_POLL_SECONDS = 0.02
 """Pause between two looks at the gate's release file (an `asyncio.sleep`: cancellable)."""
@@ -58,6 +66,32 @@ slow_agent = create_deep_agent(
     model=ScriptedModel(policy=_echo, latency=SLOW_MODEL_SECONDS),
     system_prompt="You are the scripted test agent.",
     name="slow_agent",
+)
+
+
+WEATHER_DELTAS = ("looking up ", "the sky")
+"""The partial outputs `lookup_weather` streams before its result."""
+
+
+@tool
+async def lookup_weather(city: str, runtime: ToolRuntime) -> str:
+    """The weather in `city` (scripted)."""
+    for delta in WEATHER_DELTAS:
+        runtime.emit_output_delta(delta)
+    return f"sunny in {city}"
+
+
+def _weather(request: ScriptRequest) -> AIMessage | str:
+    if request.turn_results:
+        return f"The weather: {request.turn_results[-1].text}"
+    return ai("", tool_call("lookup_weather", {"city": request.last_human_text}))
+
+
+weather = create_deep_agent(
+    model=ScriptedModel(policy=_weather),
+    tools=[lookup_weather],
+    system_prompt="You are the scripted weather agent.",
+    name="weather",
 )
 
 
@@ -122,6 +156,13 @@ nested = (
     .add_edge("parent_step", "child")
     .add_edge("child", END)
 ).compile(name="nested")
+
+forecast = (
+    StateGraph(MessagesState)
+    .add_node("forecaster", weather)
+    .add_edge(START, "forecaster")
+    .add_edge("forecaster", END)
+).compile(name="forecast")
 
 
 # ------------------------------------------------------------------------------ custom

@@ -7,6 +7,14 @@ sends ``messages`` events carrying ``[message_chunk, metadata]``; ``messages`` s
 ``messages/complete``; ``events`` sends every ``astream_events`` v2 event. With
 ``stream_subgraphs`` the event name gets the subgraph namespace appended, ``|``-separated.
 
+A run of the thread-centric protocol (``kwargs["protocol_v2"]``, set by ``run.start``) is
+streamed the way LangGraph streams for that protocol: ``Pregel.astream(version="v2")`` with
+``CONFIG_KEY_STREAM_MESSAGES_V2`` set, so the ``messages`` mode carries LangGraph's
+content-block events (``message-start``, ``content-block-*``, ``message-finish``; sent as
+``messages`` events, the event dict alone), plus the ``tools`` mode (``tool-started``,
+``tool-output-delta``, ``tool-finished``, ``tool-error``; sent as ``tools`` events). Whole
+messages a node returns without streaming them stay off that channel, as in langgraph-api.
+
 The graph is always streamed with ``values`` and ``updates`` too (events the client did not ask
 for are not sent), so the run's final values and whether it paused are known when the stream
 ends, without reading the checkpoint back: LangGraph's ``updates`` stream reports every pause
@@ -16,6 +24,7 @@ update of the root graph.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +33,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
+
+# The switch LangGraph's own server sets for protocol runs; LangGraph exports it only here.
+from langgraph._internal._constants import CONFIG_KEY_STREAM_MESSAGES_V2
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
+from pydantic import BaseModel
 
 from fathom.cache_metrics import PrefixRecorder
 from fathom.server.auth.run_config import rebuild_identity
@@ -118,8 +131,12 @@ class RunEnd:
 class _Translator:
     """Turns ``(namespace, mode, chunk)`` parts into named SSE events."""
 
-    def __init__(self, requested: list[str], subgraphs: bool, emit: Emit) -> None:
+    def __init__(
+        self, requested: list[str], subgraphs: bool, emit: Emit, *, protocol: bool = False
+    ) -> None:
         self.requested = set(requested)
+        self.protocol = protocol
+        """Whether ``messages`` parts are content-block events (a protocol run)."""
         self.subgraphs = subgraphs
         self.emit = emit
         self.messages: dict[str, BaseMessage] = {}
@@ -135,12 +152,21 @@ class _Translator:
             elif mode == "updates" and isinstance(chunk, dict) and "__interrupt__" in chunk:
                 self.end.paused = True
         if mode == "messages":
-            if "messages-tuple" in self.requested:
+            if self.protocol:
+                self._protocol_message(ns, chunk)
+            elif "messages-tuple" in self.requested:
                 self.emit(self.name("messages", ns), chunk)
             elif "messages" in self.requested:
                 self._message(chunk)
         elif mode in self.requested:
             self.emit(self.name(mode, ns), chunk)
+
+    def _protocol_message(self, ns: tuple[str, ...], chunk: Any) -> None:
+        """A content-block event (``(event, metadata)`` from LangGraph's v2 handler) goes out
+        as the event dict; a whole ``(message, metadata)`` has no protocol form: dropped."""
+        event, _meta = chunk
+        if isinstance(event, dict) and isinstance(event.get("event"), str):
+            self.emit(self.name("messages", ns), event)
 
     def _message(self, chunk: Any) -> None:
         msg, meta = chunk
@@ -177,8 +203,31 @@ async def stream_run(
     return end
 
 
+def _state_dict(value: Any) -> Any:
+    """A ``version="v2"`` values chunk as the dict ``version="v1"`` sends: LangGraph turns a
+    pydantic or dataclass state into its schema there; its fields are the channels."""
+    if isinstance(value, BaseModel):
+        return {name: getattr(value, name) for name in type(value).model_fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value
+
+
+def _v1_part(part: dict[str, Any]) -> tuple[tuple[str, ...], str, Any]:
+    """``(namespace, mode, chunk)`` of a ``version="v2"`` stream part, the chunk as
+    ``version="v1"`` has it (a values chunk keeps its ``__interrupt__`` key)."""
+    mode, chunk = part["type"], part["data"]
+    if mode == "values":
+        chunk = _state_dict(chunk)
+        if part.get("interrupts") and isinstance(chunk, dict):
+            chunk = {**chunk, "__interrupt__": part["interrupts"]}
+    return tuple(part["ns"]), mode, chunk
+
+
 async def _stream(graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit) -> RunEnd:
     kwargs = run["kwargs"]
+    if kwargs.get("protocol_v2"):
+        return await _stream_protocol(graph, run, config, emit)
     requested = list(kwargs.get("stream_mode") or ["values"])
     modes = {m for m in requested if m != "events"} | {"values", "updates"}
     if "messages-tuple" in modes:
@@ -186,12 +235,7 @@ async def _stream(graph: Pregel, run: dict[str, Any], config: RunnableConfig, em
         modes.add("messages")
     subgraphs = bool(kwargs.get("subgraphs"))
     tr = _Translator(requested, subgraphs, emit)
-    extra: dict[str, Any] = {}
-    for key in ("interrupt_before", "interrupt_after", "durability"):
-        if kwargs.get(key) is not None:
-            extra[key] = kwargs[key]
-    if kwargs.get("context") is not None:
-        extra["context"] = kwargs["context"]
+    extra = _extra(kwargs)
     graph_input = build_input(kwargs)
     stream_modes: Any = sorted(modes)
     if "events" in requested:
@@ -216,4 +260,49 @@ async def _stream(graph: Pregel, run: dict[str, Any], config: RunnableConfig, em
     ):
         ns, mode, chunk = part if subgraphs else ((), *part)
         tr.part(tuple(ns), mode, chunk)
+    return tr.end
+
+
+def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The run's keyword arguments to ``astream`` besides input, config and modes."""
+    extra: dict[str, Any] = {}
+    for key in ("interrupt_before", "interrupt_after", "durability"):
+        if kwargs.get(key) is not None:
+            extra[key] = kwargs[key]
+    if kwargs.get("context") is not None:
+        extra["context"] = kwargs["context"]
+    return extra
+
+
+_GRAPH_MODES = frozenset(
+    {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages", "tools"}
+)
+"""The stream modes a graph streams itself (``events`` and ``messages-tuple`` are the
+server's)."""
+
+
+async def _stream_protocol(
+    graph: Pregel, run: dict[str, Any], config: RunnableConfig, emit: Emit
+) -> RunEnd:
+    """Stream a thread-centric protocol run: its modes plus content-block ``messages`` and
+    ``tools``, through LangGraph's ``version="v2"`` stream."""
+    kwargs = run["kwargs"]
+    requested = [*(kwargs.get("stream_mode") or ["values"]), "tools"]
+    modes: Any = sorted(
+        {m for m in requested if m in _GRAPH_MODES} | {"values", "updates", "messages"}
+    )
+    subgraphs = bool(kwargs.get("subgraphs"))
+    tr = _Translator(requested, subgraphs, emit, protocol=True)
+    configurable = {**(config.get("configurable") or {}), CONFIG_KEY_STREAM_MESSAGES_V2: True}
+    config = RunnableConfig(**{**config, "configurable": configurable})
+    stream: Any = graph.astream(
+        build_input(kwargs),
+        config,
+        stream_mode=modes,
+        subgraphs=subgraphs,
+        version="v2",
+        **_extra(kwargs),
+    )
+    async for part in stream:
+        tr.part(*_v1_part(part))
     return tr.end
