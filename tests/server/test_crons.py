@@ -25,8 +25,13 @@ RECORD_KEYS = {
 
 
 async def _assistant_id(client: LangGraphClient, graph: str = "agent") -> str:
-    found = await client.assistants.search(graph_id=graph, limit=1)
-    return found[0]["assistant_id"]
+    """The graph's own assistant: the oldest, made when the server started.
+
+    Other tests on the shared server create more assistants of the same graph, and
+    langgraph dev records a cron under the graph's own assistant whichever one it is given.
+    """
+    found = await client.assistants.search(graph_id=graph, limit=1000)
+    return min(found, key=lambda a: a["created_at"])["assistant_id"]
 
 
 async def _get(client: LangGraphClient, cron_id: str) -> dict[str, Any]:
