@@ -294,7 +294,8 @@ def _hosting_client() -> LangGraphClient:
     if client is not None:
         return client
     if app is not None:
-        client = in_process_client(app)
+        # as the user of the run this graph runs in: past custom auth and --api-key alike
+        client = in_process_client(app, loopback=True)
     else:
         try:
             import langgraph_api.server  # type: ignore[import-not-found]  # noqa: F401
