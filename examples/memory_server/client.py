@@ -60,7 +60,7 @@ async def memory_of(client: LangGraphClient, user: str) -> str | None:
 
 async def consolidate(alice: LangGraphClient, fact: str) -> str:
     """Run Alice's consolidation cron until her memory holds `fact`; then delete the cron."""
-    cron = await alice.crons.create(
+    cron: Any = await alice.crons.create(
         "consolidation_agent", schedule=EVERY_TWO_SECONDS, input={"messages": []}
     )
     try:
@@ -111,12 +111,11 @@ def main(url: str) -> dict[str, Any]:
     """Run the story and print what each step answered."""
     out = asyncio.run(story(url))
     for step, answer in out.items():
-        if step != "threads":
-            print(f"{step}: {answer!r}")
+        print(f"{step}: {answer!r}")
     return out
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Alice and Bob talk to the memory server.")
     parser.add_argument("--url", default="http://127.0.0.1:2024")
     main(parser.parse_args().url)

@@ -25,6 +25,7 @@ act as a sensible model would on the phrases `client.py` uses. Put your model in
 """
 
 import re
+from typing import Any
 
 from langgraph.runtime import Runtime
 
@@ -42,9 +43,25 @@ HEADING = "# About the user\n"
 """The first line of a new memory file."""
 
 
+def caller(rt: Runtime) -> Any:
+    """The authenticated user of the run (what `auth.py` returned), as the server gives it.
+
+    Raises:
+        LookupError: the run has no user: the graph runs outside a server with `auth`.
+    """
+    info = rt.server_info
+    if info is None or info.user is None or not info.user.identity:
+        raise LookupError("this graph needs an authenticated user: serve it with auth.py")
+    return info.user
+
+
 def user_namespace(rt: Runtime) -> tuple[str, ...]:
-    """The caller's own store namespace: `(identity,)`, the authenticated user."""
-    return (rt.server_info.user.identity,)  # pyright: ignore[reportOptionalMemberAccess]
+    """The caller's own store namespace: `(identity,)`, the authenticated user.
+
+    The reference's form, `lambda rt: (rt.server_info.user.identity,)`, with a clear error
+    when there is no user.
+    """
+    return (str(caller(rt).identity),)
 
 
 def org_namespace(rt: Runtime) -> tuple[str, ...]:
@@ -53,7 +70,7 @@ def org_namespace(rt: Runtime) -> tuple[str, ...]:
     The reference takes it from the run's context (`rt.context.org_id`); the authenticated
     user is the safer source: a caller cannot name another organisation.
     """
-    return (rt.server_info.user["org_id"],)  # pyright: ignore[reportOptionalMemberAccess]
+    return (str(caller(rt)["org_id"]),)
 
 
 def memory_backend() -> CompositeBackend:
@@ -148,7 +165,8 @@ def merge_policy(request: ScriptRequest):
     if done and not current:
         return ai(f"Could not merge: {done[-1].text}")
     known = set(bullets(current))
-    facts = [f for f in dict.fromkeys(FIRST_PERSON.findall(request.last_human_text)) if f not in known]
+    said = dict.fromkeys(FIRST_PERSON.findall(request.last_human_text))
+    facts = [fact for fact in said if fact not in known]
     if not facts:
         return ai("Nothing new worth remembering.")
     content = _append(current, facts)

@@ -30,12 +30,12 @@ async def preload(url: str, org_id: str = ORG_ID) -> None:
     """Put the organisation's compliance policy into the store at `(org_id,)`."""
     client = get_client(url=url, api_key=None, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     try:
-        await client.store.put_item((org_id,), "/compliance.md", dict(create_file_data(COMPLIANCE)))
+        await client.store.put_item((org_id,), "/compliance.md", create_file_data(COMPLIANCE))
     finally:
         await client.http.client.aclose()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Preload the organisation's policies.")
     parser.add_argument("--url", default="http://127.0.0.1:2024")
     asyncio.run(preload(parser.parse_args().url))
