@@ -294,7 +294,8 @@ def _hosting_client() -> LangGraphClient:
     if client is not None:
         return client
     if app is not None:
-        client = in_process_client(app)
+        # as the user of the run this graph runs in: past custom auth and --api-key alike
+        client = in_process_client(app, loopback=True)
     else:
         try:
             import langgraph_api.server  # type: ignore[import-not-found]  # noqa: F401
@@ -318,9 +319,9 @@ class ServerThreads:
             running graph, in process.
         user_key: The thread metadata key that names the user.
         page_size: Threads per search call.
-        headers: Sent with every search: `{"x-api-key": ...}` for the hosting server when it
-            was started with an API key (`fathom serve --api-key`), which in-process calls
-            need too.
+        headers: Sent with every search, e.g. `{"x-api-key": ...}` for another client's
+            server. Calls to the hosting `fathom serve` need none: they carry its loopback
+            secret, which gets them past `--api-key` and custom auth as the run's user.
 
     langgraph-sdk's search has no "updated after" filter, so it pages through the user's
     threads sorted by `updated_at`, newest first, and stops after the first page that
