@@ -122,23 +122,32 @@ async def test_a_served_agent_finds_the_users_earlier_thread_and_not_another_use
         assert alices not in bob_found
         assert "No earlier conversation" in bob_found
         assert alices not in forged
+        if server.kind == "fathom":
+            assert _indexed_messages(server, alice) == 4  # two turns: each message, its answer
+            # a deleted conversation is no longer in the index, so no search finds it
+            assert _indexed_messages(server, alice, alices) == 2
+            await client.threads.delete(alices)
+            assert _indexed_messages(server, alice, alices) == 0
+            assert _indexed_messages(server, alice) == 2  # the search turn's own two stay
     finally:
         await client.http.client.aclose()
-    if server.kind == "fathom":
-        assert _indexed_messages(server, alice) == 4  # two turns: each message and its answer
 
 
-def _indexed_messages(server: ServerProcess, user: str) -> int:
-    """How many of `user`'s messages the server's own storage holds in the index."""
+def _indexed_messages(server: ServerProcess, user: str, thread_id: str | None = None) -> int:
+    """How many of `user`'s messages (in `thread_id`, when given) the server's own storage
+    holds in the index."""
     query = "SELECT count(*) FROM fathom_conversation_messages WHERE user_id = %s"
+    parameters: tuple[str, ...] = (user,)
+    if thread_id is not None:
+        query, parameters = query + " AND thread_id = %s", (user, thread_id)
     if server.name == "postgres":
         import psycopg
 
         with psycopg.connect(server.extra_args[1]) as connection:
-            row = connection.execute(query, (user,)).fetchone()
+            row = connection.execute(query, parameters).fetchone()
     else:
         path = server.workdir / ".fathom" / "conversations.sqlite"
         with contextlib.closing(sqlite3.connect(path)) as connection:
-            row = connection.execute(query.replace("%s", "?"), (user,)).fetchone()
+            row = connection.execute(query.replace("%s", "?"), parameters).fetchone()
     assert row is not None
     return int(row[0])

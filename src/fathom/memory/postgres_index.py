@@ -74,6 +74,8 @@ DELETE FROM fathom_conversation_messages
 WHERE user_id = %s AND (%s::text IS NULL OR thread_id = %s)
 """
 
+_FORGET_THREAD = "DELETE FROM fathom_conversation_messages WHERE thread_id = %s"
+
 _HEADLINE = "StartSel=[, StopSel=], MinWords=8, MaxWords=24, MaxFragments=2"
 """`ts_headline` options: matched words in [brackets], as on SQLite, and a short snippet."""
 
@@ -299,4 +301,11 @@ class PostgresConversationIndex:
         async with self._connection() as connection:
             cursor = connection.cursor(row_factory=_tuple_row())
             await cursor.execute(_FORGET, (user_id, thread_id, thread_id))
+            return cursor.rowcount
+
+    async def aforget_thread(self, thread_id: str) -> int:
+        """Remove every indexed message of `thread_id` (a deleted thread); how many."""
+        async with self._connection() as connection:
+            cursor = connection.cursor(row_factory=_tuple_row())
+            await cursor.execute(_FORGET_THREAD, (thread_id,))
             return cursor.rowcount

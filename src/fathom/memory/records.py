@@ -150,6 +150,11 @@ class ConversationIndex(Protocol):
         """`forget`, without blocking the event loop."""
         ...
 
+    async def aforget_thread(self, thread_id: str) -> int:
+        """Remove every indexed message of `thread_id`, whoever's it was (the thread was
+        deleted); how many."""
+        ...
+
 
 ID_BATCH = 500
 """At most this many message ids in one lookup (SQLite bounds a statement's parameters)."""

@@ -243,3 +243,12 @@ class SqliteConversationIndex:
     async def aforget(self, user_id: str, thread_id: str | None = None) -> int:
         """`forget` on a worker thread."""
         return await asyncio.to_thread(self.forget, user_id, thread_id)
+
+    def _forget_thread(self, thread_id: str) -> int:
+        sql = "DELETE FROM fathom_conversation_messages WHERE thread_id = ?"
+        with self._lock:
+            return self._connect().execute(sql, (thread_id,)).rowcount
+
+    async def aforget_thread(self, thread_id: str) -> int:
+        """Remove every indexed message of `thread_id` (a deleted thread); how many."""
+        return await asyncio.to_thread(self._forget_thread, thread_id)

@@ -34,7 +34,7 @@ from fathom.memory.postgres_index import PostgresConversationIndex
 from fathom.memory.records import ConversationIndex
 from fathom.memory.sqlite_index import CONVERSATIONS_FILE, SqliteConversationIndex
 
-__all__ = ["aindex_for_store", "index_for_store"]
+__all__ = ["aforget_thread", "aindex_for_store", "index_for_store"]
 
 _BY_STORE: weakref.WeakKeyDictionary[BaseStore, ConversationIndex] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -125,3 +125,29 @@ async def aindex_for_store(store: BaseStore) -> ConversationIndex:
     made = SqliteConversationIndex(file.parent / CONVERSATIONS_FILE)
     with _LOCK:
         return _BY_STORE.setdefault(store, made)
+
+
+async def aforget_thread(store: BaseStore, thread_id: str) -> int:
+    """Remove a deleted thread's messages from `store`'s conversation index, if it has one.
+
+    A server calls it when it deletes a thread, so a deleted conversation is not found by a
+    later search. No index is made for a store that never had one: an in-memory store's index
+    is the one made in this process, a SQLite store's is its `conversations.sqlite` when that
+    file exists, and a PostgreSQL store's is its table (made if absent).
+    """
+    with _LOCK:
+        index = _BY_STORE.get(store)
+    if index is None:
+        file = await _async_sqlite_file(store)
+        if file is None:
+            from langgraph.store.sqlite import SqliteStore
+
+            if isinstance(store, SqliteStore):
+                file = _sqlite_file(store.conn)
+        if file is not None:
+            if not (file.parent / CONVERSATIONS_FILE).exists():
+                return 0
+        elif _postgres_index(store) is None:
+            return 0  # an in-memory store whose index was never made here
+        index = await aindex_for_store(store)
+    return await index.aforget_thread(thread_id)

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.memory.stores import aforget_thread
 from fathom.server.auth.authorize import Filter, authorize
 from fathom.server.auth.guards import thread_visible, visible_thread
 from fathom.server.checkpoint_copy import copy_thread
@@ -130,6 +131,7 @@ async def remove_thread(server: FathomServer, thread_id: str) -> None:
     for run_id in await server.runs.active_runs(thread_id):
         await server.runs.cancel(run_id)
         await server.runs.wait(run_id)
+    await aforget_thread(server.store, thread_id)  # first: a failure here deletes nothing
     await server.records.delete_thread(thread_id)
     await server.checkpointer.adelete_thread(thread_id)
     await server.runs.forget_events(thread_id)
