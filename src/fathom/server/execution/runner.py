@@ -35,7 +35,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 
 # The switch LangGraph's own server sets for protocol runs; LangGraph exports it only here.
-from langgraph._internal._constants import CONFIG_KEY_STREAM_MESSAGES_V2
+try:  # LangGraph exports this key nowhere public; the tests pin what it switches on
+    from langgraph._internal._constants import CONFIG_KEY_STREAM_MESSAGES_V2
+except ImportError:  # moved in a later LangGraph: its value in 1.2
+    CONFIG_KEY_STREAM_MESSAGES_V2 = "__pregel_stream_messages_v2"
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
 from pydantic import BaseModel
