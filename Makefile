@@ -50,9 +50,9 @@ typecheck: $(STAMP)
 
 # Benchmarks: fathom runs in .venv; the reference implementation (deepagents) runs in its own
 # environment, created once. benchmarks/bench.py lists the two-sided benchmarks it runs.
-$(REF_STAMP):
+$(REF_STAMP): Makefile
 	$(PYTHON) -m venv $(REF_VENV)
-	$(REF_VENV)/bin/pip install -q 'deepagents[quickjs]==0.7.32' langgraph-checkpoint-sqlite
+	$(REF_VENV)/bin/pip install -q 'deepagents[quickjs]==0.7.32' langgraph-checkpoint-sqlite pytest pytest-asyncio
 	touch $(REF_STAMP)
 
 $(LGDEV_STAMP): pyproject.toml

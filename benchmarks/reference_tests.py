@@ -1,0 +1,242 @@
+"""Run the reference package's own unit tests against fathom, and report the pass rate.
+
+The reference (deepagents) keeps its unit tests in its repository, under
+`libs/deepagents/tests/unit_tests`. This script copies that folder to a scratch directory,
+changes every `deepagents` import to `fathom` (the one change the README asks of a reference
+user), runs pytest on the copy with fathom's interpreter, and reports how many of the tests
+pass. A test file that imports one of the reference's private helpers (a module or name whose
+last part starts with `_`, such as `deepagents.middleware._utils`) is counted apart: those
+helpers are the reference's internals, not its API, and fathom does not promise them.
+
+Usage (the reference's repository is not a dependency, so point the script at a checkout):
+
+    git clone https://github.com/langchain-ai/deepagents /tmp/deepagents
+    .venv/bin/python benchmarks/reference_tests.py /tmp/deepagents [--json out.json] [-k EXPR]
+
+It prints one line per test file (passed / total, or "private") and the total; `--failures`
+lists each failing test with the last line of its error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TESTS_IN_REPO = Path("libs/deepagents/tests/unit_tests")
+_IMPORT_WORD = re.compile(r"\bdeepagents\b")
+
+
+@dataclass
+class FileResult:
+    """What happened to the tests of one file."""
+
+    path: str
+    private: list[str] = field(default_factory=list)
+    passed: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + len(self.failed)
+
+
+def private_imports(source: str) -> list[str]:
+    """The reference's private modules or names a test file imports (`_`-prefixed parts)."""
+    found: list[str] = []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ["<unparsable>"]
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == "deepagents"
+        ):
+            parts = node.module.split(".")
+            if any(p.startswith("_") for p in parts):
+                found.append(node.module)
+            found.extend(
+                f"{node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and a.name != "__version__"
+            )
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "deepagents" and any(p.startswith("_") for p in parts):
+                    found.append(alias.name)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # patch("deepagents.middleware._video.x") and similar dotted targets.
+            text = node.value
+            if text.startswith("deepagents.") and any(
+                p.startswith("_") for p in text.split(".")[1:-1]
+            ):
+                found.append(text)
+    return found
+
+
+NEUTRAL_CONFTEST = '''"""The reference's root conftest resets its private internals (deprecation
+flags, a video probe cache, its profile registries); none exist in fathom, so it is left out."""
+'''
+
+PYTEST_INI = """[pytest]
+asyncio_mode = auto
+markers =
+    benchmark: wall-time benchmarks
+    requires: integration test dependencies
+    video_extra: the [video]-extra variant
+addopts = -m "not benchmark"
+"""
+
+
+def copy_rewritten(source_dir: Path, target: Path) -> None:
+    """Copy the tests with `deepagents` imports changed to `fathom`.
+
+    The root conftest only resets the reference's private state, so a neutral one replaces it.
+    """
+    shutil.copytree(source_dir, target)
+    (target.parent / "__init__.py").touch()
+    for path in target.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(_IMPORT_WORD.sub("fathom", text), encoding="utf-8")
+    (target / "conftest.py").write_text(NEUTRAL_CONFTEST, encoding="utf-8")
+    (target.parent.parent / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+
+
+def run(repo: Path, keyword: str | None, workers: str) -> tuple[list[FileResult], Path]:
+    """Run the rewritten tests; one `FileResult` per test file."""
+    source_dir = repo / TESTS_IN_REPO
+    if not source_dir.is_dir():
+        raise SystemExit(
+            f"no reference unit tests at {source_dir}: pass the root of a deepagents checkout"
+        )
+    scratch = Path(tempfile.mkdtemp(prefix="reference-tests-"))
+    tests = scratch / "tests" / "unit_tests"  # the reference imports `tests.unit_tests.chat_model`
+    copy_rewritten(source_dir, tests)
+    results: dict[str, FileResult] = {}
+    for path in sorted(source_dir.rglob("test_*.py")):
+        rel = str(path.relative_to(source_dir))
+        results[rel] = FileResult(rel, private=private_imports(path.read_text(encoding="utf-8")))
+    report = scratch / "report.xml"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(tests),
+        "-q",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(scratch),
+        "--junitxml",
+        str(report),
+        "-c",
+        str(scratch / "pytest.ini"),
+        "--timeout",
+        "120",
+        "-n",
+        workers,
+    ]
+    if keyword:
+        command += ["-k", keyword]
+    env = {**os.environ, "PYTHONPATH": str(scratch)}
+    subprocess.run(
+        command,
+        cwd=scratch,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    for case in ET.parse(report).getroot().iter("testcase"):
+        rel = _relative_file(case.get("classname") or case.get("name") or "")
+        result = results.setdefault(rel, FileResult(rel))
+        name = f"{case.get('classname')}::{case.get('name')}"
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            message = (problem.get("message") or problem.text or "").strip().splitlines()
+            result.failed.append((name, message[-1][:200] if message else ""))
+        elif case.find("skipped") is not None:
+            result.skipped += 1
+        else:
+            result.passed += 1
+    return list(results.values()), scratch
+
+
+def _relative_file(dotted_name: str) -> str:
+    """The test file of a junit case (`tests.unit_tests.backends.test_x.TestY`), relative to
+    the unit-test folder; a collection error names the module alone."""
+    dotted = dotted_name.split("unit_tests.", 1)[-1].split(".")
+    for end in range(len(dotted), 0, -1):
+        if dotted[end - 1].startswith("test_"):
+            return "/".join(dotted[:end]) + ".py"
+    return dotted_name
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repo", type=Path, help="root of a deepagents checkout")
+    parser.add_argument("--json", type=Path, help="write the per-file results here")
+    parser.add_argument("-k", dest="keyword", help="pytest -k expression")
+    parser.add_argument("-n", dest="workers", default="2", help="pytest-xdist workers (default 2)")
+    parser.add_argument("--failures", action="store_true", help="list each failing test")
+    args = parser.parse_args()
+    results, scratch = run(args.repo, args.keyword, args.workers)
+    public_pass = public_total = private_pass = private_total = 0
+    for result in sorted(results, key=lambda r: r.path):
+        if result.private:
+            private_pass += result.passed
+            private_total += result.total
+            why = ", ".join(result.private[:2])
+            print(f"{result.path:60} private ({result.passed}/{result.total}): {why}")
+            continue
+        public_pass += result.passed
+        public_total += result.total
+        print(f"{result.path:60} {result.passed}/{result.total}")
+        if args.failures:
+            for name, message in result.failed:
+                print(f"    FAIL {name}: {message}")
+    rate = public_pass / public_total if public_total else 0.0
+    print(f"\npublic API tests: {public_pass}/{public_total} passed ({rate:.1%})")
+    print(f"tests that import private helpers (not counted): {private_pass}/{private_total} passed")
+    print(f"scratch copy: {scratch}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "public_passed": public_pass,
+                    "public_total": public_total,
+                    "files": [
+                        {
+                            "path": r.path,
+                            "private": r.private,
+                            "passed": r.passed,
+                            "failed": r.failed,
+                        }
+                        for r in results
+                    ],
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
