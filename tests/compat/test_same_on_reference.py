@@ -48,10 +48,10 @@ def as_reference_test(source: str) -> str:
 
 
 def test_rewriting_changes_imports_and_keeps_the_scripted_model() -> None:
-    lines = ["from fathom.backends import X", "from fathom.testing import ScriptedModel", "import fathom"]
+    lines = ["from fathom.backends import X", "from fathom.testing import Model", "import fathom"]
     assert as_reference_test("\n".join(lines)).splitlines() == [
         "from deepagents.backends import X",
-        "from fathom.testing import ScriptedModel",
+        "from fathom.testing import Model",
         "import deepagents",
     ]
 
