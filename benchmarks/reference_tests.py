@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTS_IN_REPO = Path("libs/deepagents/tests/unit_tests")
+SOURCE_ROOT = Path(__file__).resolve().parent.parent / "src"
 _IMPORT_WORD = re.compile(r"\bdeepagents\b")
 
 
@@ -153,7 +154,8 @@ def run(repo: Path, keyword: str | None, workers: str) -> tuple[list[FileResult]
     ]
     if keyword:
         command += ["-k", keyword]
-    env = {**os.environ, "PYTHONPATH": str(scratch)}
+    # This checkout's `src` first, so a git worktree tests its own fathom, not the installed one.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SOURCE_ROOT), str(scratch)])}
     subprocess.run(
         command,
         cwd=scratch,
