@@ -3,10 +3,50 @@
 - `middleware`: `FilesystemMiddleware` and its tools (`ls`, `read_file`, `write_file`,
   `edit_file`, `delete`, `glob`, `grep`) over any backend;
 - `answers`: every answer the model reads, success and error, written once from the
-  backends' typed results (`BackendError` with an `ErrorKind`).
+  backends' typed results (`BackendError` with an `ErrorKind`);
+- `media`: `read_file`'s answers for images, audio, video and documents; `video`: frames
+  from a video (the `fathom[video]` extra).
 
 Layer: capabilities. Imports the core and `fathom.backends`.
 """
 
+import sys
+import types
+
+from fathom.middleware.filesystem import media as _media
+from fathom.middleware.filesystem.media import (
+    MAX_VIDEO_INPUT_BYTES,
+    VideoExtractionError,
+    extract_video_frames,
+    media_after_tool_results,
+    video_dependencies_available,
+)
 from fathom.middleware.filesystem.middleware import *  # noqa: F403  (its __all__)
-from fathom.middleware.filesystem.middleware import __all__ as __all__
+from fathom.middleware.filesystem.middleware import __all__ as _middleware_all
+
+__all__ = [
+    *_middleware_all,
+    "MAX_VIDEO_INPUT_BYTES",
+    "VideoExtractionError",
+    "extract_video_frames",
+    "video_dependencies_available",
+]
+
+_move_media_results_after_tool_results = media_after_tool_results  # the reference's name
+
+# The reference's `deepagents.middleware.filesystem` is one module, so its users (and its
+# tests) replace these names on it with `monkeypatch.setattr`. Here they live in `media`,
+# where `read_file` looks them up: setting one on this package sets it there too.
+_MEDIA_NAMES = frozenset(
+    {"MAX_VIDEO_INPUT_BYTES", "extract_video_frames", "video_dependencies_available"}
+)
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        if name in _MEDIA_NAMES:
+            setattr(_media, name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -47,6 +47,7 @@ from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
 from fathom.middleware.context.budget import OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
 from fathom.middleware.context.offload import ToolResultOffload
+from fathom.middleware.filesystem import media
 from fathom.middleware.filesystem.answers import (
     change_answer,
     edit_message,
@@ -247,11 +248,15 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         result = yield call(backend(runtime), "ls", path)
         return ls_answer(result, path, runtime)
 
+    video = media.video_enabled()  # videos are read as frames (the `video` extra)
+
     def read_file(
         runtime: ToolRuntime, file_path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT
     ) -> Plan[Any]:
         result = yield call(backend(runtime), "read", file_path, offset, limit)
-        answer = read_answer(result, file_path, offset, limit, runtime)
+        answer = media.media_answer(result, file_path, offset, limit, runtime, video=video)
+        if answer is None:
+            answer = read_answer(result, file_path, offset, limit, runtime)
         return with_version(answer, runtime, "read_file", file_path, _read_version(result))
 
     def change(
@@ -315,9 +320,16 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         return grep_answer(cap_grep(result, cap), pattern, output_mode, runtime, path)
 
     descriptions = {**DESCRIPTIONS, **middleware.tool_descriptions}
+    read_schema: type[BaseModel] = ReadFileInput
+    if video:
+        read_schema = media.video_read_schema(ReadFileInput)
+        if "read_file" not in middleware.tool_descriptions:
+            descriptions["read_file"] = media.video_read_description(
+                descriptions["read_file"], READ_DEFAULT_LIMIT
+            )
     specs = [
         ("ls", ls, LsInput),
-        ("read_file", read_file, ReadFileInput),
+        ("read_file", read_file, read_schema),
         ("write_file", write_file, WriteFileInput),
         ("edit_file", edit_file, EditFileInput),
         ("delete", delete, DeleteInput),
@@ -494,7 +506,9 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> Any:
         """Add the prompt section; save a too-large newest user message to a file and show
-        saved ones as previews (see `human_message_token_limit_before_evict`)."""
+        saved ones as previews (see `human_message_token_limit_before_evict`). A video's
+        frames come after all the tool results of their turn (`media.media_request`)."""
+        request = media.media_request(request)
         command = None
         if self._human_eviction is not None:
             request, command = self._human_eviction.prepare(request)
@@ -511,6 +525,7 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> Any:
         """Async `wrap_model_call`."""
+        request = media.media_request(request)
         command = None
         if self._human_eviction is not None:
             request, command = await self._human_eviction.aprepare(request)
