@@ -60,6 +60,7 @@ from fathom.middleware.subagents import (
     task_tool_description,
     validate_subagent_spec,
 )
+from fathom.middleware.unsupported_content import UnsupportedContentMiddleware
 from fathom.models import resolve_model
 from fathom.profiles.apply import apply_profile, tool_name
 from fathom.profiles.harness import GeneralPurposeSubagentProfile
@@ -201,6 +202,8 @@ def _build_graph(
         check_exclusions=general_purpose is None,
     )
     stack = [*profiled, *approval, PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
+    if not any(m.name == UnsupportedContentMiddleware.__name__ for m in stack):
+        stack.append(UnsupportedContentMiddleware())  # innermost: judges the model called
     if interrupt_on:
         offered = [*(tools or []), *(t for m in stack for t in getattr(m, "tools", None) or ())]
         names = {tool_name(t) for t in offered}

@@ -22,8 +22,22 @@ if TYPE_CHECKING:
     from fathom.middleware.memory import MemoryMiddleware
     from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
     from fathom.middleware.planning import PlanningMiddleware
+    from fathom.middleware.rubric import (
+        GRADER_SYSTEM_PROMPT,
+        RUBRIC_GRADER_MESSAGE_SOURCE,
+        CriterionEval,
+        CriterionFail,
+        CriterionPass,
+        GraderResponse,
+        GraderVerdict,
+        RubricEvaluation,
+        RubricMiddleware,
+        RubricResult,
+        RubricState,
+    )
     from fathom.middleware.skills import SkillsMiddleware
     from fathom.middleware.subagents import SubAgentMiddleware
+    from fathom.middleware.unsupported_content import UnsupportedContentMiddleware
 
 _WHERE = {
     "fathom.middleware.async_subagents.middleware": ("AsyncSubAgentMiddleware",),
@@ -41,24 +55,43 @@ _WHERE = {
         "create_summarization_tool_middleware",
     ),
     "fathom.middleware.code_interpreter": ("CodeInterpreterMiddleware",),
+    # RubricMiddleware and UnsupportedContentMiddleware (with the rubric's names)
+    "fathom.middleware.rubric": (
+        "GRADER_SYSTEM_PROMPT", "RUBRIC_GRADER_MESSAGE_SOURCE", "CriterionEval", "CriterionFail",
+        "CriterionPass", "GraderResponse", "GraderVerdict", "RubricEvaluation",
+        "RubricMiddleware", "RubricResult", "RubricState",
+    ),
+    "fathom.middleware.unsupported_content": ("UnsupportedContentMiddleware",),
 }
 
 __all__ = [
+    "GRADER_SYSTEM_PROMPT",
+    "RUBRIC_GRADER_MESSAGE_SOURCE",
     "AsyncSubAgent",
     "AsyncSubAgentMiddleware",
     "AsyncTask",
     "CodeInterpreterMiddleware",
+    "CriterionEval",
+    "CriterionFail",
+    "CriterionPass",
     "ExecuteMiddleware",
     "FilesystemMiddleware",
+    "GraderResponse",
+    "GraderVerdict",
     "HumanInTheLoopMiddleware",
     "MemoryMiddleware",
     "PatchToolCallsMiddleware",
     "PlanningMiddleware",
+    "RubricEvaluation",
+    "RubricMiddleware",
+    "RubricResult",
+    "RubricState",
     "SkillsMiddleware",
     "SubAgentMiddleware",
     "SummarizationMiddleware",
     "SummarizationToolMiddleware",
     "TaskEvent",
+    "UnsupportedContentMiddleware",
     "create_summarization_tool_middleware",
 ]
 
