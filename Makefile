@@ -52,7 +52,7 @@ typecheck: $(STAMP)
 # environment, created once. benchmarks/bench.py lists the two-sided benchmarks it runs.
 $(REF_STAMP): Makefile
 	$(PYTHON) -m venv $(REF_VENV)
-	$(REF_VENV)/bin/pip install -q 'deepagents[quickjs]==0.7.32' langgraph-checkpoint-sqlite pytest pytest-asyncio
+	$(REF_VENV)/bin/pip install -q 'deepagents[quickjs,video]==0.7.32' langgraph-checkpoint-sqlite pytest pytest-asyncio
 	touch $(REF_STAMP)
 
 $(LGDEV_STAMP): pyproject.toml
