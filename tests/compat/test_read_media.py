@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
+from langchain_core.exceptions import ModelInvalidRequestError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -218,3 +219,42 @@ def test_video_frames_come_after_every_tool_result_of_their_turn(tmp_path: Path)
     turn = sent[sent.index(next(m for m in sent if isinstance(m, AIMessage))) + 1 :]
     assert [type(m).__name__ for m in turn[:3]] == ["ToolMessage", "ToolMessage", "HumanMessage"]
     assert turn[2].additional_kwargs["read_file_media_result"] is True
+
+
+def test_a_media_read_the_provider_refuses_is_sent_again_as_a_notice(tmp_path: Path) -> None:
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00 not really an image")
+
+    def refuse(_request: Any) -> AIMessage:
+        raise ModelInvalidRequestError("Invalid image data")
+
+    model = ScriptedModel(
+        replies=[ai("", tool_call("read_file", {"file_path": "/broken.png"})), refuse, "moved on"]
+    )
+    agent = create_deep_agent(
+        model=model,
+        backend=FilesystemBackend(root_dir=tmp_path, virtual_mode=True),
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "refused"}}
+
+    result = agent.invoke({"messages": [HumanMessage("look at /broken.png")]}, config)
+
+    assert result["messages"][-1].content == "moved on"
+    notice = "Unsupported content. The file may be invalid, too large, or of an unsupported"
+    sent = next(m for m in model.requests[1].messages if isinstance(m, ToolMessage))
+    assert sent.text.startswith(notice)
+    [kept] = answers(agent.get_state(config).values["messages"])
+    assert kept.text.startswith(notice)  # later calls do not send the file again
+
+
+def test_a_refusal_with_no_media_read_is_raised(tmp_path: Path) -> None:
+    def refuse(_request: Any) -> AIMessage:
+        raise ModelInvalidRequestError("bad request")
+
+    agent = create_deep_agent(
+        model=ScriptedModel(replies=[refuse]),
+        backend=FilesystemBackend(root_dir=tmp_path, virtual_mode=True),
+    )
+
+    with pytest.raises(ModelInvalidRequestError):
+        agent.invoke({"messages": [HumanMessage("hi")]})

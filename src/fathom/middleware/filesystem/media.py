@@ -20,12 +20,13 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import PurePosixPath
 from typing import Any, Final, Literal
 
-from langchain.agents.middleware.types import ModelRequest
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
+from langchain_core.exceptions import ModelInvalidRequestError
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import BaseModel, Field, create_model
@@ -42,8 +43,10 @@ __all__ = [
     "MAX_VIDEO_INPUT_BYTES",
     "MEDIA_EXTENSIONS",
     "READ_FILE_MEDIA_RESULT",
+    "REJECTED_MEDIA_TEXT",
     "VIDEO_EXTRA_EXTENSIONS",
     "VIDEO_SAMPLING_RATE",
+    "RejectedMediaRetry",
     "media_after_tool_results",
     "media_answer",
     "media_request",
@@ -233,6 +236,76 @@ def media_request(request: ModelRequest) -> ModelRequest:
     if all(a is b for a, b in zip(ordered, messages, strict=True)):
         return request
     return request.override(messages=ordered)
+
+
+REJECTED_MEDIA_TEXT: Final = (
+    "Unsupported content. The file may be invalid, too large, or of an unsupported mime-type."
+)
+"""What replaces a media read the provider refused (the reference's words)."""
+
+_MULTIMODAL = frozenset({"image", "audio", "video", "file"})
+
+
+def rejected_media_replaced(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """`messages` with the media reads since the last AI message (the `read_file` answers
+    and frame messages that carry a multimodal block) replaced by `REJECTED_MEDIA_TEXT`."""
+    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+    replaced: list[AnyMessage] = []
+    for index, message in enumerate(messages):
+        read = _is_media_result(message) or (
+            isinstance(message, ToolMessage) and message.name == "read_file"
+        )
+        if (
+            index > last_ai
+            and read
+            and any(b.get("type") in _MULTIMODAL for b in message.content_blocks)
+        ):
+            message = message.model_copy(update={"content": REJECTED_MEDIA_TEXT})
+        replaced.append(message)
+    return replaced
+
+
+class RejectedMediaRetry:
+    """A model call that the provider refuses as an invalid request (`ModelInvalidRequestError`)
+    while the newest turn holds media reads is made once more with those reads replaced by
+    `REJECTED_MEDIA_TEXT`; `replaced` then holds the replacements, for the state, so later
+    calls do not send the file again. Any other refusal is raised as it was."""
+
+    def __init__(self) -> None:
+        self.replaced: list[AnyMessage] = []
+
+    def _retry(self, request: ModelRequest) -> ModelRequest | None:
+        messages = rejected_media_replaced(request.messages)
+        pairs = zip(messages, request.messages, strict=True)
+        changed = [new for new, old in pairs if new is not old]
+        if not changed:
+            return None
+        self.replaced = changed
+        return request.override(messages=messages)
+
+    def wrap(self, handler: Callable[[ModelRequest], ModelResponse]
+             ) -> Callable[[ModelRequest], ModelResponse]:  # fmt: skip
+        def call(request: ModelRequest) -> ModelResponse:
+            try:
+                return handler(request)
+            except ModelInvalidRequestError:
+                if (retried := self._retry(request)) is None:
+                    raise
+                return handler(retried)
+
+        return call
+
+    def awrap(self, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+              ) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:  # fmt: skip
+        async def call(request: ModelRequest) -> ModelResponse:
+            try:
+                return await handler(request)
+            except ModelInvalidRequestError:
+                if (retried := self._retry(request)) is None:
+                    raise
+                return await handler(retried)
+
+        return call
 
 
 def video_enabled() -> bool:

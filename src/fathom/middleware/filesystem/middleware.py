@@ -517,7 +517,12 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             saved = blobs.history_update(_state_messages(request), queued)
             request = request.override(messages=blobs.hydrate(request.messages))
             command = _with_messages(command, saved, queued)
-        return with_command(super().wrap_model_call(request, handler), command)
+        retry = media.RejectedMediaRetry()  # a refused media read is sent as a notice instead
+        response = super().wrap_model_call(request, retry.wrap(handler))
+        if retry.replaced:
+            queued = _queued(command)
+            command = _with_messages(command, [*queued, *retry.replaced], queued)
+        return with_command(response, command)
 
     async def awrap_model_call(
         self,
@@ -534,7 +539,12 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             saved = await blobs.ahistory_update(_state_messages(request), queued)
             request = request.override(messages=await blobs.ahydrate(request.messages))
             command = _with_messages(command, saved, queued)
-        return with_command(await super().awrap_model_call(request, handler), command)
+        retry = media.RejectedMediaRetry()
+        response = await super().awrap_model_call(request, retry.awrap(handler))
+        if retry.replaced:
+            queued = _queued(command)
+            command = _with_messages(command, [*queued, *retry.replaced], queued)
+        return with_command(response, command)
 
     def _blobs(self, runtime: Any) -> BlobOffload | None:
         """Where binary content goes for this call (`runtime` is what a backend factory is
