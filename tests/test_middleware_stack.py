@@ -65,11 +65,13 @@ def test_a_default_agent_has_the_default_stack(stacks: Stacks) -> None:
         ("general-purpose", [
             "ToolArgsFromMessagesMiddleware", "FilesystemMiddleware", "SummarizationMiddleware",
             "ParentNotifierMiddleware", "PatchToolCallsMiddleware", "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
         ], FILE_TOOLS),
         (None, [
             "ToolArgsFromMessagesMiddleware", "PlanningMiddleware", "FilesystemMiddleware",
             "SubAgentMiddleware", "SummarizationMiddleware", "ParentNotifierMiddleware",
             "PatchToolCallsMiddleware", "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
         ], ["write_todos", *FILE_TOOLS, "task"]),
     ]  # fmt: skip
 
@@ -95,11 +97,13 @@ def test_an_agent_with_every_option_has_the_full_stack(stacks: Stacks) -> None:
             "ToolArgsFromMessagesMiddleware", "SkillsMiddleware", "FilesystemMiddleware",
             "SummarizationMiddleware", "ParentNotifierMiddleware", "HumanInTheLoopMiddleware",
             "PatchToolCallsMiddleware", "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
         ], [*FILE_TOOLS, "send_email"]),
         ("mailer", [
             "ToolArgsFromMessagesMiddleware", "FilesystemMiddleware", "SummarizationMiddleware",
             "ParentNotifierMiddleware", "HumanInTheLoopMiddleware", "PatchToolCallsMiddleware",
             "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
         ], [*FILE_TOOLS, "send_email"]),
         (None, [
             "ToolArgsFromMessagesMiddleware", "PlanningMiddleware", "MemoryMiddleware",
@@ -107,6 +111,7 @@ def test_an_agent_with_every_option_has_the_full_stack(stacks: Stacks) -> None:
             "SummarizationMiddleware", "ParentNotifierMiddleware", "CodeInterpreterMiddleware",
             "AsyncSubAgentMiddleware", "HumanInTheLoopMiddleware", "PatchToolCallsMiddleware",
             "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
         ], ["write_todos", *FILE_TOOLS, "task", "eval", *ASYNC_TOOLS, "send_email"]),
     ]  # fmt: skip
 
@@ -119,6 +124,7 @@ def test_a_backend_that_runs_commands_adds_execute(stacks: Stacks, tmp_path: Pat
         "ToolArgsFromMessagesMiddleware", "PlanningMiddleware", "FilesystemMiddleware",
         "SubAgentMiddleware", "ExecuteMiddleware", "SummarizationMiddleware",
         "ParentNotifierMiddleware", "PatchToolCallsMiddleware", "PromptAssemblyMiddleware",
+            "UnsupportedContentMiddleware",
     ]  # fmt: skip
     assert main[2] == ["write_todos", *FILE_TOOLS, "task", "execute"]
 

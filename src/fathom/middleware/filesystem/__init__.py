@@ -14,6 +14,7 @@ import sys
 import types
 
 from fathom.middleware.filesystem import media as _media
+from fathom.middleware.filesystem import middleware as _middleware
 from fathom.middleware.filesystem.media import (
     MAX_VIDEO_INPUT_BYTES,
     VideoExtractionError,
@@ -22,15 +23,14 @@ from fathom.middleware.filesystem.media import (
     video_dependencies_available,
 )
 from fathom.middleware.filesystem.middleware import *  # noqa: F403  (its __all__)
-from fathom.middleware.filesystem.middleware import __all__ as _middleware_all
 
 __all__ = [
-    *_middleware_all,
     "MAX_VIDEO_INPUT_BYTES",
     "VideoExtractionError",
     "extract_video_frames",
     "video_dependencies_available",
 ]
+__all__ += _middleware.__all__
 
 _move_media_results_after_tool_results = media_after_tool_results  # the reference's name
 
