@@ -99,7 +99,7 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
         self._summarization = summarization
         self.system_prompt = system_prompt
         self.section = PromptSection("compacting", system_prompt or "")
-        self.tools: list[BaseTool] = [self._create_compact_tool()]
+        self.tools = [self._create_compact_tool()]
 
     @property
     def summarization(self) -> Any:
@@ -221,7 +221,7 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
             else:
                 return False
             if tokens is None:
-                tokens = s._count_tokens(messages, None, None)
+                tokens = int(s._count_tokens(messages, None, None))
             if tokens < threshold:
                 return False
         return True
