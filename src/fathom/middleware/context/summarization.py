@@ -580,7 +580,7 @@ class SummarizationMiddleware(AgentMiddleware):
                 f"truncate_args_settings ignores the unknown keys {unknown}; the keys are "
                 "trigger, keep, max_length and truncation_text.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if settings.get("trigger") is not None:
             self._truncate_args_trigger = cast(
@@ -929,11 +929,12 @@ class SummarizationMiddleware(AgentMiddleware):
             text = f"(Summary of an even earlier part)\n{previous}\n\n{text}"
         prompt = self.summary_prompt
         if prompt is SUMMARY_PROMPT:
-            return [HumanMessage(content=prompt.format(messages=text))]
-        if not any(slot in prompt for slot in _SLOTS):
-            return [HumanMessage(content=f"{prompt}\n\n{text}")]
-        return [HumanMessage(content=prompt.replace("{conversation}", text).replace(
-            "{messages}", text))]  # fmt: skip
+            filled = prompt.format(messages=text)
+        elif any(slot in prompt for slot in _SLOTS):
+            filled = prompt.replace("{conversation}", text).replace("{messages}", text)
+        else:
+            filled = f"{prompt}\n\n{text}"
+        return [HumanMessage(content=filled)]
 
     def _config(self) -> RunnableConfig:
         return {"metadata": {"lc_source": SUMMARY_SOURCE}, "tags": ["fathom:summarization"]}
