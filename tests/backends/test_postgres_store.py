@@ -107,10 +107,13 @@ async def test_an_agent_summarizes_on_async_postgres_and_another_thread_reads_it
         assert [m.type for m in answer["messages"]] == ["human", "ai", "tool", "tool", "ai"]
         assert not log, log
 
-        # Thread one's checkpoint is in PostgreSQL: its state holds the summary.
+        # Thread one's checkpoint is in PostgreSQL: its state holds the summary (and still
+        # every message).
         state = await agent.aget_state(first)
-        assert SUMMARY_MARK not in str(state.values["messages"][0].content)
-        assert ARCHIVE_DIR in str(state.values["messages"][0].content)
+        summary = state.values["_summarization_event"]["summary_message"]
+        assert SUMMARY_MARK not in str(summary.content)
+        assert ARCHIVE_DIR in str(summary.content)
+        assert state.values["messages"][0].content == "plan, then observe"
 
 
 async def test_file_operations_without_an_agent_on_async_postgres(postgres_uri: str):

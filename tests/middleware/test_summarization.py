@@ -109,19 +109,21 @@ async def test_a_300_step_run_stays_inside_a_small_window_and_remembers_step_1(m
     assert max(r.input_tokens for r in model.requests) <= window
     assert counters["summaries"] >= 5
     assert result["messages"][-1].content == "The secret code is 4721"
-    archives = sorted(p for p in result["files"] if p.startswith(ARCHIVE_DIR))
-    assert len(archives) == counters["summaries"]
-    first = next(result["files"][p]["content"] for p in archives if "4721" in
-                 result["files"][p]["content"])  # fmt: skip
-    assert "observe" in first
+    # one archive for the conversation, a section per summarization
+    (archive,) = [d["content"] for p, d in result["files"].items() if p.startswith(ARCHIVE_DIR)]
+    assert archive.count("## Summarized at") == counters["summaries"]
+    assert "secret code is 4721" in archive and "observe" in archive
+    # the state keeps every message; the model is shown the summary and the rest
+    assert len(result["messages"]) == 2 * 300 + 2
     # tool calls and their results are never split: every result follows its call
-    messages = result["messages"]
-    for i, message in enumerate(messages):
-        if isinstance(message, ToolMessage):
-            calls = {c["id"] for m in messages[:i] if isinstance(m, AIMessage)
-                     for c in m.tool_calls}  # fmt: skip
-            assert message.tool_call_id in calls
-    summary = messages[0]
+    for request in model.requests:
+        shown = [m for m in request.messages if m.type != "system"]
+        for i, message in enumerate(shown):
+            if isinstance(message, ToolMessage):
+                calls = {c["id"] for m in shown[:i] if isinstance(m, AIMessage)
+                         for c in m.tool_calls}  # fmt: skip
+                assert message.tool_call_id in calls
+    summary = next(m for m in model.requests[-1].messages if m.type != "system")
     assert summary.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
     assert "4721" in summary.content and ARCHIVE_DIR in summary.content
 
@@ -245,7 +247,7 @@ async def test_an_overflow_from_a_batch_of_results_offloads_them_and_retries(mod
     assert not [p for p in result["files"] if p.endswith("call_read")]
 
 
-def test_old_write_inputs_are_trimmed_before_anything_is_summarized():
+def test_old_write_inputs_are_truncated_before_anything_is_summarized():
     contents = [f"doc {i} " + "w" * 600 for i in range(6)]
 
     def policy(request):
@@ -257,11 +259,16 @@ def test_old_write_inputs_are_trimmed_before_anything_is_summarized():
         return ai("done")
 
     model = ScriptedModel(policy=policy, profile={"max_input_tokens": 3_000})
-    middleware = SummarizationMiddleware(offload_tokens=50)
+    middleware = SummarizationMiddleware(truncate_args_settings={
+        "trigger": ("fraction", 0.5), "keep": ("messages", 2), "max_length": 200})  # fmt: skip
     result = create_deep_agent(model, middleware=[middleware]).invoke(USER)
+    # the model was shown the start of the older contents; the state and files keep them
+    shown = [c["args"]["content"] for m in model.requests[-1].messages
+             if isinstance(m, AIMessage) for c in m.tool_calls]  # fmt: skip
+    assert shown[0] == contents[0][:20] + "...(argument truncated)"
+    assert shown[-1] == contents[-1]
     calls = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
-    trimmed = [c for c in calls if c["args"]["content"].startswith("[")]
-    assert trimmed and "stored in `/doc0.md`" in trimmed[0]["args"]["content"]
+    assert [c["args"]["content"] for c in calls] == contents
     assert [result["files"][f"/doc{i}.md"]["content"] for i in range(6)] == contents
     assert max(r.input_tokens for r in model.requests) <= 3_000
 
@@ -308,8 +315,9 @@ def test_the_agent_can_compact_on_purpose_between_tasks():
     agent = create_deep_agent(model, [observe], middleware=[create_summarization_tool_middleware()])
     result = agent.invoke({"messages": [{"role": "user", "content": "task one"}]})
     assert counters["summaries"] == 1
-    assert result["messages"][0].additional_kwargs.get("lc_source") == SUMMARY_SOURCE
-    assert len(result["messages"]) < 10
+    shown = [m for m in model.requests[-1].messages if m.type != "system"]
+    assert shown[0].additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    assert len(shown) < 10 < len(result["messages"])
     assert not result.get("compact_requested")
     assert result["messages"][-1].content == "ready for the next task"
 

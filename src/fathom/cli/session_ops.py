@@ -149,13 +149,13 @@ async def _compact(session: Any, agent: Any, thread_id: str) -> str:
         ExtendedModelResponse,
         ModelRequest,
     )
-    from langchain_core.messages import AIMessage, RemoveMessage
+    from langchain_core.messages import AIMessage
     from langchain_core.messages.utils import count_tokens_approximately
-    from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+    from fathom.middleware.context.history import apply_event
     from fathom.middleware.context.summarization import (
         COMPACT_FLAG,
-        SUMMARY_SOURCE,
+        SUMMARIZATION_EVENT_KEY,
         SummarizationMiddleware,
     )
 
@@ -172,7 +172,7 @@ async def _compact(session: Any, agent: Any, thread_id: str) -> str:
         backend=build_backend(setup.project_dir, setup.home, setup.sandbox),
         keep=("messages", COMPACT_KEEP_MESSAGES),
     )
-    # the flag the `compact_conversation` tool raises: summarize whatever the size
+    # the flag that asks a model step to summarize whatever the size
     state = cast("AgentState[Any]", {**values, COMPACT_FLAG: True})
     request = ModelRequest(model=setup.model, messages=messages, tools=[], state=state)
     compacted: list[Any] = []
@@ -182,23 +182,17 @@ async def _compact(session: Any, agent: Any, thread_id: str) -> str:
         return AIMessage(content="")
 
     response = await summarizer.awrap_model_call(request, no_model_call)
-    before = count_tokens_approximately(messages)
-    if not isinstance(response, ExtendedModelResponse) or not any(
-        isinstance(m, RemoveMessage) for m in response.model_response.result
-    ):
-        return (f"nothing to compact: the conversation is only {len(messages)} message(s), "
+    shown = apply_event(messages, values.get(SUMMARIZATION_EVENT_KEY))
+    before = count_tokens_approximately(shown)
+    command = response.command if isinstance(response, ExtendedModelResponse) else None
+    update = dict((command.update if command is not None else None) or {})
+    if SUMMARIZATION_EVENT_KEY not in update:
+        return (f"nothing to compact: the conversation is only {len(shown)} message(s), "
                 f"about {before:,} tokens")
-    update: dict[str, Any] = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
-    files = (response.command.update or {}).get("files") if response.command else None
-    if isinstance(files, dict) and files:
-        update["files"] = files
+    # the state keeps every message; the event makes the next model call show the summary
     await agent.aupdate_state(config, update, as_node="model")
     after = count_tokens_approximately(compacted)
-    first = compacted[0] if compacted else None
-    if getattr(first, "additional_kwargs", {}).get("lc_source") == SUMMARY_SOURCE:
-        what = f"{len(messages) - (len(compacted) - 1)} older message(s) summarized"
-    else:
-        what = "the big inputs of older file writes trimmed"
+    what = f"{len(shown) - (len(compacted) - 1)} older message(s) summarized"
     return (f"compacted: {what}; the conversation is about {after:,} tokens now "
             f"(was {before:,}; estimated)")
 

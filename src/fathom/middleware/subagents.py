@@ -32,6 +32,7 @@ from typing_extensions import TypedDict
 
 from fathom.middleware.async_subagents.tasks import ASYNC_SUBAGENT_KEYS as _ASYNC_KEYS
 from fathom.middleware.async_subagents.tasks import validate_async_subagents
+from fathom.middleware.context.history import SUMMARIZATION_EVENT_KEY, apply_event
 from fathom.middleware.permissions import FilesystemPermission
 from fathom.middleware.subagent_status import (
     SubagentFailureTransformer,
@@ -248,11 +249,12 @@ FORK_TASK_PREAMBLE = (
 def fork_messages(messages: Sequence[Any], description: str) -> list[Any]:
     """A forked subagent's input: the parent's conversation, then the task.
 
-    The parent's `messages` are what its model was last shown: summarization replaces
-    the summarized part in the state itself, so a fork gets the summary, not the dropped
-    messages. The last message, the parent's `AIMessage` holding the pending `task` call
-    (and any calls next to it), is left out: its calls have no results yet. The task
-    follows as a new human message, after `FORK_TASK_PREAMBLE`.
+    Give the parent's conversation as its model was last shown it (the summarization
+    event applied, `fathom.middleware.context.history.apply_event`), so a fork gets the
+    summary, not the summarized messages. The last message, the parent's `AIMessage`
+    holding the pending `task` call (and any calls next to it), is left out: its calls
+    have no results yet. The task follows as a new human message, after
+    `FORK_TASK_PREAMBLE`.
     """
     history = list(messages)
     if history and isinstance(history[-1], AIMessage) and history[-1].tool_calls:
@@ -568,8 +570,9 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
             for key, value in state.items()
             if key not in excluded and (channels is None or key in channels)
         }
+        shown = apply_event(state.get("messages") or [], state.get(SUMMARIZATION_EVENT_KEY))
         payload["messages"] = (
-            fork_messages(state.get("messages") or [], description)
+            fork_messages(shown, description)
             if is_fork(spec)
             else [HumanMessage(content=description)]
         )

@@ -3,9 +3,11 @@
 - `budget`: the window, token estimates, and the `trigger=` / `keep=` sizes;
 - `offload`: large tool results written to files (`ToolResultOffload`, which both
   `SummarizationMiddleware` and `FilesystemMiddleware` hold), and where artifacts go;
-- `compact_tool`: the `compact_conversation` tool and the flag it raises;
+- `history`: the summarization event in state, and the conversation the model is shown;
+- `media`: inline media of summarized messages saved as files;
+- `compact_tool`: the `compact_conversation` tool;
 - `summarization`: summarizing the history near the window (and on a provider's overflow
-  error), archiving it, and trimming old `write_file` inputs;
+  error), archiving it, and cutting old `write_file` inputs;
 - `eviction`: large user messages saved to a file, a preview left in their place;
 - `blob_offload`: binary content blocks saved to files.
 
