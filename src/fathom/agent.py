@@ -30,9 +30,11 @@ from langgraph.types import Checkpointer
 from langgraph.typing import ContextT
 
 from fathom.backends.protocol import BackendFactory, BackendProtocol, adopt, supports_execute
+from fathom.budget import Budget
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.async_subagents.middleware import AsyncSubAgent, AsyncSubAgentMiddleware
 from fathom.middleware.async_subagents.parent_notifier import ParentNotifierMiddleware
+from fathom.middleware.budget import budget_middleware
 from fathom.middleware.context.summarization import SummarizationMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem.middleware import FilesystemMiddleware
@@ -278,6 +280,7 @@ def _compile_subagents(
     skills: Sequence[str] | None = None,
     state_schema: type[Any] | None = None,
     memory: Sequence[str] | None = None,
+    gate: Sequence[AgentMiddleware] = (),
 ) -> list[CompiledSubAgent]:
     """Build every `SubAgent` spec into a graph, and add the general-purpose subagent.
 
@@ -330,6 +333,7 @@ def _compile_subagents(
             else:
                 core = _core_middleware(backend, rules, skills=spec.get("skills"), planning=False)
                 own = list(spec.get("middleware", ()))
+            core = [*gate, *core]  # a budget's gate, outermost (none without a budget)
             graph = _build_graph(
                 resolve_model(spec["model"]) if spec.get("model") else model,
                 spec.get("tools", tools),
@@ -394,6 +398,7 @@ def create_deep_agent(
     cache: BaseCache[Any] | None = None,
     general_purpose_subagent: bool = True,
     code_interpreter: bool | Mapping[str, Any] | AgentMiddleware | None = None,
+    budget: Budget | Mapping[str, Any] | None = None,
 ) -> CompiledStateGraph[
     AgentState[ResponseT], ContextT, InputAgentState, OutputAgentState[ResponseT]
 ]:
@@ -463,6 +468,14 @@ def create_deep_agent(
             (`ptc`, `persistence`, `limits`) or the middleware itself: adds the `eval`
             tool, Python in the Monty sandbox that runs this agent's subagents with
             `await task(...)`. Needs `pip install 'fathom[code]'`.
+        budget: A `fathom.Budget` (or a mapping of its fields): caps on the tokens, US
+            dollars, seconds and model calls of the whole tree (this agent, its `task`
+            and `eval` subagents, and its async subagents as their servers report).
+            At a cap no new model call starts and the run ends with a final message that
+            says which cap was reached; the spend is kept in the `fathom_budget` state
+            channel, so a later run on the thread with a raised budget continues. A run's
+            `config["configurable"]["fathom_budget"]` replaces its caps. See
+            docs/budgets.md. `None` (the default) changes nothing.
 
     Returns:
         The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
@@ -478,11 +491,14 @@ def create_deep_agent(
             subagent spec.
         NotImplementedError: `permissions` on paths served by a backend that can run
             shell commands.
+        BudgetError: a bad `budget`, or `max_usd` with a model that has no price.
     """
     chat_model = resolve_model(model)
     backend = adopt(backend) if backend is not None else None  # a foreign one, wrapped once
     core = _core_middleware(backend, permissions, memory=memory, skills=skills)
     approval = _hitl(interrupt_on, checkpointer is not None, "")
+    spec_models = [s["model"] for s in subagents or [] if isinstance(s, Mapping) and s.get("model")]
+    budget_root, budget_gate = budget_middleware(budget, chat_model, subagent_models=spec_models)
     compiled = _compile_subagents(
         subagents or [],
         model=chat_model,
@@ -498,6 +514,7 @@ def create_deep_agent(
         skills=skills,
         state_schema=state_schema,
         memory=memory,
+        gate=budget_gate,
     )
     task_middleware = SubAgentMiddleware(compiled) if compiled else None
     if task_middleware is not None:
@@ -511,6 +528,10 @@ def create_deep_agent(
     ]
     if async_specs:  # next to the `task` tool, which stays
         core = [*core, AsyncSubAgentMiddleware(async_subagents=async_specs)]
+    if budget_root is not None:  # outermost: it admits every model call, sees every tool call
+        budget_root.async_subagents = next(
+            (m for m in core if isinstance(m, AsyncSubAgentMiddleware)), None)
+        core = [budget_root, *core]
     graph = _build_graph(
         chat_model,
         list(tools or []),

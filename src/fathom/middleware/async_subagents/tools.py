@@ -22,6 +22,7 @@ from langgraph.types import Command
 from langgraph_sdk.client import LangGraphClient
 from pydantic import BaseModel, Field
 
+from fathom.budget import GRANT_KEY, current_grant
 from fathom.middleware.async_subagents.tasks import (
     PARENT_KEY,
     UNFINISHED,
@@ -323,6 +324,9 @@ class TaskTracker:
         # the child's run continues the trace of this tool call
         if trace := trace_metadata(runtime.config, runtime.tool_call_id):
             options["metadata"] = trace
+        # under a budget, the child may spend at most what is left of it (docs/budgets.md)
+        if (grant := current_grant()) is not None:
+            options["metadata"] = {**options.get("metadata", {}), GRANT_KEY: grant}
         return options
 
     # ------------------------------------------------------------------ the tools
