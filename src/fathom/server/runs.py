@@ -17,6 +17,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fathom.budget import BUDGET_KEY, Budget, BudgetError
 from fathom.server.auth.authorize import authorize, request_user
 from fathom.server.auth.guards import run_visible, thread_visible, visible_thread
 from fathom.server.auth.run_config import Identity, attach_identity
@@ -71,6 +72,17 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _check_budget(config: dict[str, Any]) -> None:
+    """Refuse a run whose `configurable.fathom_budget` (docs/budgets.md) is no budget."""
+    caps = (config.get("configurable") or {}).get(BUDGET_KEY)
+    if caps is None:
+        return
+    try:
+        Budget.from_mapping(caps, where=f"config.configurable.{BUDGET_KEY}")
+    except BudgetError as error:
+        raise Unprocessable(str(error)) from None
+
+
 async def _parse(
     server: FathomServer,
     body: dict[str, Any],
@@ -95,6 +107,7 @@ async def _parse(
                 f"Unknown stream_mode {mode!r}; expected one of {', '.join(_STREAM_MODES)}"
             )
     config = _merge_config(assistant.get("config") or {}, opt_dict(body, "config") or {})
+    _check_budget(config)
     context = {**(assistant.get("context") or {}), **(opt_dict(body, "context") or {})}
     metadata = opt_dict(body, "metadata") or {}
     stamp = now_iso()
