@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import InterruptOnConfig
@@ -30,11 +30,9 @@ from langgraph.types import Checkpointer
 from langgraph.typing import ContextT
 
 from fathom.backends.protocol import BackendFactory, BackendProtocol, adopt, supports_execute
-from fathom.budget import Budget
 from fathom.compact_dispatch import ToolArgsFromMessagesMiddleware, compact_tool_dispatch
 from fathom.middleware.async_subagents.middleware import AsyncSubAgent, AsyncSubAgentMiddleware
 from fathom.middleware.async_subagents.parent_notifier import ParentNotifierMiddleware
-from fathom.middleware.budget import budget_middleware
 from fathom.middleware.context.summarization import SummarizationMiddleware
 from fathom.middleware.execute import ExecuteMiddleware
 from fathom.middleware.filesystem.middleware import FilesystemMiddleware
@@ -74,6 +72,9 @@ from fathom.prompt import (
 )
 from fathom.runs import ThreadGuardedGraph
 from fathom.state import DeepAgentState
+
+if TYPE_CHECKING:  # a budget's modules load only for an agent that has one
+    from fathom.budget import Budget
 
 __all__ = ["MAX_CONCURRENCY", "create_deep_agent"]
 
@@ -359,6 +360,15 @@ def _compile_subagents(
     return compiled
 
 
+def _budget(budget: Any, model: BaseChatModel, subagents: Sequence[Any]) -> tuple[Any, list]:
+    """The main agent's budget middleware and each subagent's gate; none without a budget."""
+    if budget is None:
+        return None, []
+    from fathom.middleware.budget import budget_middleware
+
+    return budget_middleware(budget, model, subagents)
+
+
 def _code_interpreter(
     option: bool | Mapping[str, Any] | AgentMiddleware,
     subagents: SubAgentMiddleware | None,
@@ -497,8 +507,7 @@ def create_deep_agent(
     backend = adopt(backend) if backend is not None else None  # a foreign one, wrapped once
     core = _core_middleware(backend, permissions, memory=memory, skills=skills)
     approval = _hitl(interrupt_on, checkpointer is not None, "")
-    spec_models = [s["model"] for s in subagents or [] if isinstance(s, Mapping) and s.get("model")]
-    budget_root, budget_gate = budget_middleware(budget, chat_model, subagent_models=spec_models)
+    budget_root, budget_gate = _budget(budget, chat_model, subagents or [])
     compiled = _compile_subagents(
         subagents or [],
         model=chat_model,

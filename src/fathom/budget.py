@@ -149,7 +149,7 @@ class Budget:
 
     @classmethod
     def from_mapping(
-        cls, data: Mapping[str, Any], *, prices: Mapping[str, Any] | None = None,
+        cls, data: Mapping[str, Any] | Budget, *, prices: Mapping[str, Any] | None = None,
         where: str = "budget",
     ) -> Budget:
         """A budget from a mapping of caps (a `fathom.toml` `[budget]` table, a run's
@@ -173,7 +173,9 @@ class Budget:
         """The caps that are set, by name."""
         return {cap: getattr(self, cap) for cap in CAPS if getattr(self, cap) is not None}
 
-    def merged(self, overrides: Mapping[str, Any] | None, *, where: str = "budget") -> Budget:
+    def merged(
+        self, overrides: Mapping[str, Any] | Budget | None, *, where: str = "budget"
+    ) -> Budget:
         """This budget with `overrides`' caps instead of its own (a key given as `None`
         turns that cap off); its prices join this budget's."""
         if not overrides:
@@ -347,10 +349,9 @@ class BudgetAccount(BaseCallbackHandler):
     def load(self, snapshot: Mapping[str, Any]) -> None:
         """Take what a `snapshot()` says was spent, where it says more than this account."""
         with self._cond:
-            tasks = snapshot.get("tasks") if isinstance(snapshot.get("tasks"), Mapping) else {}
-            for task_id, figures in tasks.items():
+            for task_id, figures in _mapping(snapshot.get("tasks")).items():
                 name, known = self._tasks.get(str(task_id), ("", Spend()))
-                agent = str(figures.get("agent") or name or "async task")
+                agent = str(_mapping(figures).get("agent") or name or "async task")
                 self._tasks[str(task_id)] = (agent, known.maximum(Spend.from_dict(figures)))
             spent = Spend.from_dict(snapshot.get("spent"))
             for _, figures in self._tasks.values():
@@ -359,11 +360,10 @@ class BudgetAccount(BaseCallbackHandler):
                               spent.output_tokens - figures.output_tokens,
                               spent.usd - figures.usd)
             self._own = self._own.maximum(spent)
-            agents = snapshot.get("agents") if isinstance(snapshot.get("agents"), Mapping) else {}
-            for name, figures in agents.items():
+            for name, figures in _mapping(snapshot.get("agents")).items():
                 self._agents[str(name)] = self._agents.get(str(name), Spend()).maximum(
                     Spend.from_dict(figures))
-            wall = (snapshot.get("spent") or {}).get("wall_s")
+            wall = _mapping(snapshot.get("spent")).get("wall_s")
             if isinstance(wall, int | float) and wall > self._wall_locked():
                 self._wall_before += float(wall) - self._wall_locked()
             self._unpriced |= {str(m) for m in snapshot.get("unpriced") or ()}
@@ -624,6 +624,10 @@ def cap_label(cap: str) -> str:
     return _LABELS.get(cap, cap)
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -644,8 +648,8 @@ def budget_summary(snapshot: Mapping[str, Any] | None) -> str | None:
     (`None` for no snapshot)."""
     if not isinstance(snapshot, Mapping):
         return None
-    spent = snapshot.get("spent") if isinstance(snapshot.get("spent"), Mapping) else {}
-    limits = snapshot.get("limits") if isinstance(snapshot.get("limits"), Mapping) else {}
+    spent = _mapping(snapshot.get("spent"))
+    limits = _mapping(snapshot.get("limits"))
     figures = Spend.from_dict(spent)
     wall = float(spent.get("wall_s") or 0)
     parts = []

@@ -33,7 +33,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -301,7 +301,7 @@ class BudgetMiddleware(_BudgetHooks):
                 if cap in ("max_tokens", "max_model_calls"):
                     allowed = int(allowed)
                 caps[cap] = min(caps.get(cap, allowed), allowed)
-        return Budget(**caps, prices=budget.prices)
+        return Budget(**cast("dict[str, Any]", caps), prices=budget.prices)
 
     def _model_account(self, request: ModelRequest[Any]) -> tuple[BudgetAccount, bool] | None:
         outer = active_account()
@@ -404,16 +404,17 @@ def check_prices(budget: Budget, models: Sequence[Any]) -> None:
 
 
 def budget_middleware(
-    budget: Budget | Mapping[str, Any] | None, model: Any, *, subagent_models: Sequence[Any] = (),
+    budget: Budget | Mapping[str, Any] | None, model: Any, subagents: Sequence[Any] = (), *,
     async_subagents: Any = None,
 ) -> tuple[BudgetMiddleware | None, list[AgentMiddleware]]:
     """The main agent's budget middleware and the middleware each subagent gets, for
     `create_deep_agent` (`(None, [])` without a budget). Raises `BudgetError` for an
-    unpriced model under `max_usd`."""
+    unpriced model (the agent's, or a subagent spec's) under `max_usd`."""
     if budget is None:
         return None, []
     checked = Budget.from_mapping(budget)
-    check_prices(checked, [model, *subagent_models])
+    models = [spec.get("model") for spec in subagents if isinstance(spec, Mapping)]
+    check_prices(checked, [model, *(m for m in models if m)])
     root = BudgetMiddleware(checked, async_subagents=async_subagents,
                             task_model=_model_name(model))
     return root, [BudgetGate()]

@@ -17,7 +17,6 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fathom.budget import BUDGET_KEY, Budget, BudgetError
 from fathom.server.auth.authorize import authorize, request_user
 from fathom.server.auth.guards import run_visible, thread_visible, visible_thread
 from fathom.server.auth.run_config import Identity, attach_identity
@@ -74,9 +73,11 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _check_budget(config: dict[str, Any]) -> None:
     """Refuse a run whose `configurable.fathom_budget` (docs/budgets.md) is no budget."""
-    caps = (config.get("configurable") or {}).get(BUDGET_KEY)
+    caps = (config.get("configurable") or {}).get("fathom_budget")
     if caps is None:
         return
+    from fathom.budget import BUDGET_KEY, Budget, BudgetError  # only for runs that set one
+
     try:
         Budget.from_mapping(caps, where=f"config.configurable.{BUDGET_KEY}")
     except BudgetError as error:
