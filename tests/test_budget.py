@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +30,7 @@ from fathom.middleware.budget import BudgetGate, BudgetMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
 from fathom.testing.scripted import ScriptRequest
 
+SRC = str(Path(__file__).resolve().parent.parent / "src")
 CALL_TOKENS = 1_000
 """Every scripted call reports this many tokens (900 in, 100 out)."""
 SUBAGENTS = 3
@@ -235,6 +240,20 @@ def test_without_a_budget_nothing_changes_and_an_empty_budget_keeps_the_request(
     assert BUDGET_KEY not in out
     assert counted[BUDGET_KEY]["spent"]["calls"] == 1
     assert plain_model.requests[0].canonical_json() == budgeted_model.requests[0].canonical_json()
+
+
+def test_an_agent_without_a_budget_does_not_load_the_budget_modules() -> None:
+    code = ("import sys\n"
+            "from fathom import create_deep_agent\n"
+            "from fathom.testing import ScriptedModel\n"
+            "agent = create_deep_agent(ScriptedModel(policy=lambda r: 'x'), subagents=[\n"
+            "    {'name': 'a', 'description': 'b', 'graph_id': 'g'}])\n"
+            "agent.invoke({'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+            "print(sorted(m for m in sys.modules if m.endswith('budget') and 'fathom' in m))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": SRC})
+    # the context window's own `budget` module is not this one
+    assert done.stdout.split() == ["['fathom.middleware.context.budget']"]
 
 
 def _middleware(agent: Any) -> list[Any]:

@@ -51,7 +51,8 @@ def _policy(request: ScriptRequest) -> object:
 
 def _session(project: Path, model: ScriptedModel, *, config_text: str = "",
              sandbox: SandboxKind = "none",
-             auto_approve: tuple[str, ...] = AUTO_APPROVED) -> Session:
+             auto_approve: tuple[str, ...] = AUTO_APPROVED,
+             out: io.StringIO | None = None) -> Session:
     home = project.parent / "home"
     home.mkdir(exist_ok=True)
     if config_text:
@@ -59,7 +60,7 @@ def _session(project: Path, model: ScriptedModel, *, config_text: str = "",
     config = load_config(project, home)
     setup = AgentSetup(project, home, config, project_sources(project, home), "openai:scripted",
                        model, sandbox=sandbox, auto_approve=auto_approve)
-    return Session(setup, threads_db_path(project, home), PlainDisplay(io.StringIO()))
+    return Session(setup, threads_db_path(project, home), PlainDisplay(out or io.StringIO()))
 
 
 @pytest.fixture
@@ -236,7 +237,8 @@ def test_prices_are_checked_like_other_keys_and_win_over_the_table(tmp_path: Pat
 def test_a_budget_in_fathom_toml_stops_the_thread_and_cost_shows_it(project: Path) -> None:
     model = ScriptedModel(policy=_policy)
     config = "[budget]\nmax_model_calls = 2\n"
-    with _session(project, model, config_text=config) as session:
+    out = io.StringIO()
+    with _session(project, model, config_text=config, out=out) as session:
         before = cost_report(session, "t1")
         assert "budget: nothing spent on this thread yet (caps: max_model_calls = 2)" in before
         assert session.run("t1", "hello").answer == "seen: hello"
@@ -246,6 +248,8 @@ def test_a_budget_in_fathom_toml_stops_the_thread_and_cost_shows_it(project: Pat
         session.run("t1", "again")
         stopped = session.run("t1", "and again")
         assert stopped.status == "done"
+        shown = out.getvalue()
+        assert "── budget: tokens" in shown and "model calls 2 of 2 (100%)" in shown
         assert "model-call cap is reached (2 of 2 model calls)" in stopped.answer
         assert model.calls == 2
         assert "reached: model-call cap" in cost_report(session, "t1")
