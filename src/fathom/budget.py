@@ -262,9 +262,9 @@ def active_account() -> BudgetAccount | None:
 
 def current_grant() -> dict[str, float] | None:
     """What is left of the active budget, for a run this code starts elsewhere (an async
-    subagent): `{cap: remaining}` for the caps set, or `None` without a budget."""
+    subagent): `{cap: remaining}` for the caps set, or `None` without a budget or caps."""
     account = _ACTIVE.get()
-    return account.remaining() if account is not None else None
+    return (account.remaining() or None) if account is not None else None
 
 
 def _max_figures(old: Any, new: Any) -> dict[str, Any]:
