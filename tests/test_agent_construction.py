@@ -31,7 +31,7 @@ def test_signature_matches_the_reference():
         "context_schema",
         "checkpointer", "store", "debug", "name", "cache",
         # fathom's own additions come after the reference's parameters, keyword-only
-        "general_purpose_subagent", "code_interpreter",
+        "general_purpose_subagent", "code_interpreter", "budget",
     ]  # fmt: skip
     positional = [p for p in params.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
     assert [p.name for p in positional] == ["model", "tools"]

@@ -317,6 +317,24 @@ def _agent(ctx: Context) -> Setup:
                  check=check)
 
 
+@setup("budget-thread")
+def _budget_thread(ctx: Context) -> Setup:
+    """`model` (echoing), `saver` (in memory), `create_deep_agent` and `Budget`."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from fathom import Budget, create_deep_agent
+
+    model = echo_model()
+
+    def check(ns: dict[str, Any]) -> None:
+        if "more" in ns:
+            assert ns["more"]["messages"][-1].text == "(scripted) more"
+
+    return Setup(names={"model": model, "saver": InMemorySaver(),
+                        "create_deep_agent": create_deep_agent, "Budget": Budget},
+                 model=model, check=check)
+
+
 @setup("otlp")
 def _otlp(ctx: Context) -> Setup:
     """A local OTLP/HTTP receiver stands in for the collector at `http://localhost:6006`."""

@@ -21,6 +21,7 @@ _aliases.install()
 if TYPE_CHECKING:
     from fathom.agent import create_deep_agent
     from fathom.backends import BackendProtocol, StateBackend, create_file_data
+    from fathom.budget import Budget
     from fathom.middleware import (
         FilesystemMiddleware,
         HumanInTheLoopMiddleware,
@@ -51,6 +52,7 @@ _WHERE = {
     "fathom.middleware.code_interpreter": ("CodeInterpreterMiddleware",),
     "fathom.agent": ("create_deep_agent",),
     "fathom.backends": ("BackendProtocol", "StateBackend", "create_file_data"),
+    "fathom.budget": ("Budget",),
     "fathom.middleware": (
         "FilesystemMiddleware", "HumanInTheLoopMiddleware", "MemoryMiddleware",
         "PatchToolCallsMiddleware", "PlanningMiddleware",
@@ -74,6 +76,7 @@ __all__ = [
     "AsyncSubAgent",
     "AsyncSubAgentMiddleware",
     "BackendProtocol",
+    "Budget",
     "CodeInterpreterMiddleware",
     "CompiledSubAgent",
     "DeepAgentState",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import InterruptOnConfig
@@ -73,6 +73,9 @@ from fathom.prompt import (
 )
 from fathom.runs import ThreadGuardedGraph
 from fathom.state import DeepAgentState
+
+if TYPE_CHECKING:  # a budget's modules load only for an agent that has one
+    from fathom.budget import Budget
 
 __all__ = ["MAX_CONCURRENCY", "create_deep_agent"]
 
@@ -281,6 +284,7 @@ def _compile_subagents(
     skills: Sequence[str] | None = None,
     state_schema: type[Any] | None = None,
     memory: Sequence[str] | None = None,
+    gate: Sequence[AgentMiddleware] = (),
 ) -> list[CompiledSubAgent]:
     """Build every `SubAgent` spec into a graph, and add the general-purpose subagent.
 
@@ -333,6 +337,7 @@ def _compile_subagents(
             else:
                 core = _core_middleware(backend, rules, skills=spec.get("skills"), planning=False)
                 own = list(spec.get("middleware", ()))
+            core = [*gate, *core]  # a budget's gate, outermost (none without a budget)
             graph = _build_graph(
                 resolve_model(spec["model"]) if spec.get("model") else model,
                 spec.get("tools", tools),
@@ -356,6 +361,15 @@ def _compile_subagents(
                 mark_declarative_fork(graph)
         compiled.append(compiled_subagent(spec, graph))
     return compiled
+
+
+def _budget(budget: Any, model: BaseChatModel, subagents: Sequence[Any]) -> tuple[Any, list]:
+    """The main agent's budget middleware and each subagent's gate; none without a budget."""
+    if budget is None:
+        return None, []
+    from fathom.middleware.budget import budget_middleware
+
+    return budget_middleware(budget, model, subagents)
 
 
 def _code_interpreter(
@@ -397,6 +411,7 @@ def create_deep_agent(
     cache: BaseCache[Any] | None = None,
     general_purpose_subagent: bool = True,
     code_interpreter: bool | Mapping[str, Any] | AgentMiddleware | None = None,
+    budget: Budget | Mapping[str, Any] | None = None,
 ) -> CompiledStateGraph[
     AgentState[ResponseT], ContextT, InputAgentState, OutputAgentState[ResponseT]
 ]:
@@ -466,6 +481,14 @@ def create_deep_agent(
             (`ptc`, `persistence`, `limits`) or the middleware itself: adds the `eval`
             tool, Python in the Monty sandbox that runs this agent's subagents with
             `await task(...)`. Needs `pip install 'fathom[code]'`.
+        budget: A `fathom.Budget` (or a mapping of its fields): caps on the tokens, US
+            dollars, seconds and model calls of the whole tree (this agent, its `task`
+            and `eval` subagents, and its async subagents as their servers report).
+            At a cap no new model call starts and the run ends with a final message that
+            says which cap was reached; the spend is kept in the `fathom_budget` state
+            channel, so a later run on the thread with a raised budget continues. A run's
+            `config["configurable"]["fathom_budget"]` replaces its caps. See
+            docs/budgets.md. `None` (the default) changes nothing.
 
     Returns:
         The compiled agent graph. Its state has `messages`, `files`, `todos` and, with
@@ -481,11 +504,13 @@ def create_deep_agent(
             subagent spec.
         NotImplementedError: `permissions` on paths served by a backend that can run
             shell commands.
+        BudgetError: a bad `budget`, or `max_usd` with a model that has no price.
     """
     chat_model = resolve_model(model)
     backend = adopt(backend) if backend is not None else None  # a foreign one, wrapped once
     core = _core_middleware(backend, permissions, memory=memory, skills=skills)
     approval = _hitl(interrupt_on, checkpointer is not None, "")
+    budget_root, budget_gate = _budget(budget, chat_model, subagents or [])
     compiled = _compile_subagents(
         subagents or [],
         model=chat_model,
@@ -501,6 +526,7 @@ def create_deep_agent(
         skills=skills,
         state_schema=state_schema,
         memory=memory,
+        gate=budget_gate,
     )
     task_middleware = SubAgentMiddleware(compiled) if compiled else None
     if task_middleware is not None:
@@ -514,6 +540,10 @@ def create_deep_agent(
     ]
     if async_specs:  # next to the `task` tool, which stays
         core = [*core, AsyncSubAgentMiddleware(async_subagents=async_specs)]
+    if budget_root is not None:  # outermost: it admits every model call, sees every tool call
+        budget_root.async_subagents = next(
+            (m for m in core if isinstance(m, AsyncSubAgentMiddleware)), None)
+        core = [budget_root, *core]
     graph = _build_graph(
         chat_model,
         list(tools or []),

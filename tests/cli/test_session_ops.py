@@ -51,7 +51,8 @@ def _policy(request: ScriptRequest) -> object:
 
 def _session(project: Path, model: ScriptedModel, *, config_text: str = "",
              sandbox: SandboxKind = "none",
-             auto_approve: tuple[str, ...] = AUTO_APPROVED) -> Session:
+             auto_approve: tuple[str, ...] = AUTO_APPROVED,
+             out: io.StringIO | None = None) -> Session:
     home = project.parent / "home"
     home.mkdir(exist_ok=True)
     if config_text:
@@ -59,7 +60,7 @@ def _session(project: Path, model: ScriptedModel, *, config_text: str = "",
     config = load_config(project, home)
     setup = AgentSetup(project, home, config, project_sources(project, home), "openai:scripted",
                        model, sandbox=sandbox, auto_approve=auto_approve)
-    return Session(setup, threads_db_path(project, home), PlainDisplay(io.StringIO()))
+    return Session(setup, threads_db_path(project, home), PlainDisplay(out or io.StringIO()))
 
 
 @pytest.fixture
@@ -231,3 +232,46 @@ def test_prices_are_checked_like_other_keys_and_win_over_the_table(tmp_path: Pat
     assert (find_price("openai:gpt-4.1-mini-2025-04-14", {})
             == DEFAULT_PRICES["openai:gpt-4.1-mini"])
     assert find_price("openai:scripted", prices) is None
+
+
+def test_a_budget_in_fathom_toml_stops_the_thread_and_cost_shows_it(project: Path) -> None:
+    model = ScriptedModel(policy=_policy)
+    config = "[budget]\nmax_model_calls = 2\n"
+    out = io.StringIO()
+    with _session(project, model, config_text=config, out=out) as session:
+        before = cost_report(session, "t1")
+        assert "budget: nothing spent on this thread yet (caps: max_model_calls = 2)" in before
+        assert session.run("t1", "hello").answer == "seen: hello"
+        report = cost_report(session, "t1")
+        assert ("budget: tokens" in report and "model calls 1 of 2 (50%)" in report
+                and "(whole thread, all agents)" in report)
+        session.run("t1", "again")
+        stopped = session.run("t1", "and again")
+        assert stopped.status == "done"
+        shown = out.getvalue()
+        assert "── budget: tokens" in shown and "model calls 2 of 2 (100%)" in shown
+        assert "model-call cap is reached (2 of 2 model calls)" in stopped.answer
+        assert model.calls == 2
+        assert "reached: model-call cap" in cost_report(session, "t1")
+
+
+def test_a_bad_budget_table_names_the_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "fathom.toml").write_text('model = "openai:gpt-4.1"\n[budget]\n'
+                                          "max_tokns = 5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"fathom.toml, line 2: budget: unknown key\(s\) "
+                                          r"max_tokns"):
+        load_config(tmp_path, tmp_path / "home")
+
+
+def test_a_cost_cap_needs_a_price_for_the_model(project: Path) -> None:
+    from fathom.project.build import agent_budget
+
+    model = ScriptedModel(policy=_policy)
+    with (_session(project, model, config_text="[budget]\nmax_usd = 1.0\n") as session,
+          pytest.raises(ConfigError, match=r"price of scriptedmodel:scripted")):
+        agent_budget(session.setup)
+    priced = '[budget]\nmax_usd = 1.0\n[prices."scriptedmodel:scripted"]\ninput = 1\noutput = 2\n'
+    with _session(project, model, config_text=priced) as session:
+        budget = agent_budget(session.setup)
+        assert budget is not None and budget.max_usd == 1.0
+        assert budget.price("scriptedmodel:scripted").input == 1.0

@@ -276,6 +276,10 @@ class Session:
         result = TurnResult(status=status, answer=final_answer(values), detail=detail,
                             approvals=approvals, values=values, usage=usage)
         self.display.run_finished(status=status, usage=usage, detail=detail)
+        if values.get("fathom_budget"):  # the thread's spend against its budget, turn by turn
+            from fathom.budget import budget_summary
+
+            self.display.notice(f"── {budget_summary(values['fathom_budget'])}")
         if message is not None or resume is not None:
             self.threads.touch(thread_id, first_message=message or "", model=self.setup.model_name,
                                project=self.setup.project_dir)

@@ -252,12 +252,29 @@ def switch_model(session: Any, name: str | None) -> str:
 # --- /cost ---------------------------------------------------------------------------------
 
 
+def _budget_lines(session: Any, thread_id: str) -> list[str]:
+    """The thread's spend against the budget (all its runs and agents, async tasks as
+    reported), from its `fathom_budget` channel; the configured caps when nothing is spent."""
+    from fathom.budget import BUDGET_KEY, budget_summary
+
+    values = session.values(thread_id) if hasattr(session, "values") else {}
+    line = budget_summary((values or {}).get(BUDGET_KEY))
+    if line is not None:
+        return ["", f"{line} (whole thread, all agents)"]
+    caps = getattr(getattr(session.setup, "config", None), "budget", None) or {}
+    if caps:
+        shown = ", ".join(f"{cap} = {value}" for cap, value in caps.items())
+        return ["", f"budget: nothing spent on this thread yet (caps: {shown})"]
+    return []
+
+
 def cost_report(session: Any, thread_id: str) -> str:
     """`/cost`: calls and tokens per agent of this session's turns on the thread, with
     estimated prices where the model has one."""
     usage = session.usage_of(thread_id) if hasattr(session, "usage_of") else {}
+    budget = _budget_lines(session, thread_id)
     if not usage:
-        return f"no model calls on thread {thread_id} in this session yet"
+        return "\n".join([f"no model calls on thread {thread_id} in this session yet", *budget])
     configured = getattr(getattr(session.setup, "config", None), "prices", None) or {}
     header = ("agent", "model", "calls", "input tokens", "output tokens", "estimate")
     rows: list[tuple[str, ...]] = []
@@ -299,6 +316,7 @@ def cost_report(session: Any, thread_id: str) -> str:
         out.append(f"estimates in USD from per-million-token prices ({where}{table}); cached "
                    "or discounted tokens cost less")
     out.extend(f"no price for {model}: {price_help(model)}" for model in unpriced)
+    out.extend(budget)
     if hasattr(session, "prefix_recorder"):
         from fathom.cache_metrics import sticky_summary
 

@@ -66,6 +66,7 @@ def build_session(args: argparse.Namespace, *, json_output: bool = False) -> Any
     from fathom.project.build import (
         AgentSetup,
         ModelSetupError,
+        agent_budget,
         build_model,
         choose_model,
         subagent_specs,
@@ -100,6 +101,7 @@ def build_session(args: argparse.Namespace, *, json_output: bool = False) -> Any
             display = make_display(bool(option(args, "plain")))
         setup.approvals()  # a misspelled tool name in the approvals fails now, too
         subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
+        agent_budget(setup)  # so does a cost cap on a model without a price
         # The command states the confinement itself (`confinement`), once, before the first
         # turn; the backend's construction warning would repeat it on every turn.
         logging.getLogger("fathom.backends.shell.local").setLevel(logging.ERROR)

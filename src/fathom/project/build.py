@@ -27,6 +27,7 @@ __all__ = [
     "USER_ROUTE",
     "AgentSetup",
     "ModelSetupError",
+    "agent_budget",
     "build_agent",
     "build_backend",
     "build_model",
@@ -268,6 +269,27 @@ def subagent_specs(setup: AgentSetup) -> list[dict[str, Any]]:
     return specs
 
 
+def agent_budget(setup: AgentSetup) -> Any:
+    """The `fathom.Budget` of the `[budget]` table (priced by `[prices]`), or `None`.
+
+    Raises:
+        ConfigError: `max_usd` with a model that has no price.
+    """
+    if not setup.config.budget:
+        return None
+    from fathom.budget import Budget, BudgetError
+    from fathom.middleware.budget import check_prices
+
+    budget = Budget.from_mapping(setup.config.budget, prices=setup.config.prices,
+                                 where="[budget] (fathom.toml or ~/.fathom/config.toml)")
+    models = [setup.model, *(spec["model"] for spec in subagent_specs(setup) if "model" in spec)]
+    try:
+        check_prices(budget, models)
+    except BudgetError as error:
+        raise ConfigError(str(error)) from None
+    return budget
+
+
 def build_agent(setup: AgentSetup, checkpointer: Any) -> Any:
     """The command's deep agent over the project, with the given checkpointer."""
     from fathom import create_deep_agent
@@ -291,4 +313,5 @@ def build_agent(setup: AgentSetup, checkpointer: Any) -> Any:
         interrupt_on=setup.approvals(),
         checkpointer=checkpointer,
         name="fathom",
+        budget=agent_budget(setup),
     )

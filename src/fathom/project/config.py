@@ -70,7 +70,10 @@ class FathomConfig:
     """`[mcp_servers.NAME]` tables: MCP servers whose tools the agent gets (`fathom.mcp`)."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     """`[prices."provider:model"]` tables (`input`, `output`: USD per million tokens) for
-    `/cost`'s estimates (`fathom.cli.pricing`)."""
+    `/cost`'s estimates and the budget's `max_usd` (`fathom.pricing`)."""
+    budget: dict[str, float] = field(default_factory=dict)
+    """The `[budget]` table: caps on what each thread's agent tree may spend
+    (`max_tokens`, `max_usd`, `max_wall_s`, `max_model_calls`; see docs/budgets.md)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             _check_mcp_servers(path, text, value)
         if key == "prices":
             _check_prices(where, value)
+        if key == "budget":
+            _check_budget(where, value)
         if key in _LIST_KEYS and not (
             isinstance(value, list) and all(isinstance(item, str) for item in value)
         ):
@@ -192,6 +197,21 @@ def _check_prices(where: str, value: Any) -> None:
                                   "(USD per million tokens)")
 
 
+def _check_budget(where: str, value: Any) -> None:
+    from fathom.budget import Budget, BudgetError
+
+    example = "[budget] max_tokens = 200000, max_usd = 2.0"
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: 'budget' must be a table of caps, e.g. {example}")
+    if "prices" in value:
+        raise ConfigError(f"{where}: prices go in their own tables, e.g. "
+                          '[prices."openai:gpt-4.1"] input = 2.0, output = 8.0')
+    try:
+        Budget.from_mapping(value, where="budget")
+    except BudgetError as exc:
+        raise ConfigError(f"{where}: {exc} (e.g. {example})") from exc
+
+
 _AT_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
 
 
@@ -235,6 +255,7 @@ def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
     # MCP servers merge by name: a project server replaces the user's one of that name.
     merged["mcp_servers"] = {**user.get("mcp_servers", {}), **project.get("mcp_servers", {})}
     merged["prices"] = {**user.get("prices", {}), **project.get("prices", {})}
+    merged["budget"] = {**user.get("budget", {}), **project.get("budget", {})}
     for key in _LIST_KEYS:
         if key in merged:
             merged[key] = list(merged[key])

@@ -71,6 +71,19 @@ def _merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _check_budget(config: dict[str, Any]) -> None:
+    """Refuse a run whose `configurable.fathom_budget` (docs/budgets.md) is no budget."""
+    caps = (config.get("configurable") or {}).get("fathom_budget")
+    if caps is None:
+        return
+    from fathom.budget import BUDGET_KEY, Budget, BudgetError  # only for runs that set one
+
+    try:
+        Budget.from_mapping(caps, where=f"config.configurable.{BUDGET_KEY}")
+    except BudgetError as error:
+        raise Unprocessable(str(error)) from None
+
+
 async def _parse(
     server: FathomServer,
     body: dict[str, Any],
@@ -95,6 +108,7 @@ async def _parse(
                 f"Unknown stream_mode {mode!r}; expected one of {', '.join(_STREAM_MODES)}"
             )
     config = _merge_config(assistant.get("config") or {}, opt_dict(body, "config") or {})
+    _check_budget(config)
     context = {**(assistant.get("context") or {}), **(opt_dict(body, "context") or {})}
     metadata = opt_dict(body, "metadata") or {}
     stamp = now_iso()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
@@ -252,6 +253,16 @@ async def _failure_detail(client: LangGraphClient, run: Mapping[str, Any]) -> st
     return None
 
 
+def _budget_grant() -> dict[str, Any] | None:
+    """`{fathom_budget_grant: what is left}` when this runs under a budget, else `None`.
+
+    `fathom.budget` is loaded only by agents that have a budget: while it is not, none is
+    active and there is nothing to hand on."""
+    budget = sys.modules.get("fathom.budget")
+    grant = budget.current_grant() if budget is not None else None
+    return {budget.GRANT_KEY: grant} if budget is not None and grant is not None else None
+
+
 class TaskTracker:
     """The specs, their clients, and the steps each tool takes against a server."""
 
@@ -323,6 +334,9 @@ class TaskTracker:
         # the child's run continues the trace of this tool call
         if trace := trace_metadata(runtime.config, runtime.tool_call_id):
             options["metadata"] = trace
+        # under a budget, the child may spend at most what is left of it (docs/budgets.md)
+        if (grant := _budget_grant()) is not None:
+            options["metadata"] = {**options.get("metadata", {}), **grant}
         return options
 
     # ------------------------------------------------------------------ the tools

@@ -8,6 +8,7 @@
 - `fan out` (to `agent`): a tool writes the custom `subagent` events an `eval` writes for the
   dynamic subagents its code starts (one completes, one fails).
 - `worker`: the async subagent's graph (in the same deployment, reached without a url).
+- `frugal`: the same model under a budget of two model calls per thread.
 
 The gate is the directory in `FATHOM_WEB_GATE`: the `wait_gate` tool creates `started`
 there and returns once `release` exists, so a test controls a run from another process
@@ -24,7 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 
-from fathom import create_deep_agent
+from fathom import Budget, create_deep_agent
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
 
 GATE_POLL_SECONDS = 0.02
@@ -164,4 +165,10 @@ worker = create_deep_agent(
     model=ScriptedModel(policy=_worker),
     system_prompt="You summarise logs.",
     name="worker",
+)
+frugal = create_deep_agent(
+    model=ScriptedModel(policy=_main),
+    system_prompt="You are the frugal scripted agent.",
+    budget=Budget(max_model_calls=2),
+    name="frugal",
 )

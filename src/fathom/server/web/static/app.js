@@ -733,6 +733,32 @@ function renderAgents() {
     items.length ? el("ul", { class: "agents" }, items) : el("p", { class: "muted", text: "No subagents." }));
 }
 
+// the thread's spend against its budget (the `fathom_budget` channel: all agents, all runs)
+const CAP_LABELS = { max_model_calls: "model-call cap", max_tokens: "token cap", max_usd: "cost cap", max_wall_s: "time cap" };
+
+function budgetLine() {
+  const budget = S.values.fathom_budget;
+  if (!budget || typeof budget !== "object") return null;
+  const spent = budget.spent || {};
+  const limits = budget.limits || {};
+  const count = (n) => Number(n || 0).toLocaleString("en-US");
+  const usd = (n) => `$${Number(n || 0).toFixed(4)}`;
+  const parts = [];
+  for (const [cap, what, used, show] of [
+    ["max_tokens", "tokens", (spent.input_tokens || 0) + (spent.output_tokens || 0), count],
+    ["max_model_calls", "model calls", spent.calls || 0, count],
+    ["max_usd", "USD", spent.usd || 0, usd],
+    ["max_wall_s", "seconds", spent.wall_s || 0, (n) => Number(n || 0).toFixed(1)],
+  ]) {
+    const limit = limits[cap];
+    if (limit) parts.push(`${what} ${show(used)} of ${show(limit)} (${Math.round((100 * used) / limit)} %)`);
+    else if (cap === "max_tokens" || cap === "max_model_calls") parts.push(`${what} ${show(used)}`);
+  }
+  let text = `Budget: ${parts.join(" · ")}`;
+  if (budget.reached) text += ` · reached: ${CAP_LABELS[budget.reached] || budget.reached}`;
+  return el("p", { class: budget.reached ? "budget reached" : "budget", id: "budget", text });
+}
+
 function renderUsage() {
   const rows = new Map();
   const add = (agent, calls, input, output) => {
@@ -761,14 +787,16 @@ function renderUsage() {
     }
   }
   const box = $("usage");
-  if (!rows.size) { box.replaceChildren(el("p", { class: "muted", text: "No model calls yet." })); return; }
+  const budget = budgetLine();
+  const lead = budget ? [budget] : [];
+  if (!rows.size) { box.replaceChildren(...lead, el("p", { class: "muted", text: "No model calls yet." })); return; }
   // the server's prompt-cache figures: how much of each request repeated the previous one
   const prefix = (S.thread && S.thread.metadata && S.thread.metadata.fathom_prefix) || {};
   const sticky = (agent) => {
     const entry = prefix[agent] || (agent === threadAssistant() ? prefix["(unnamed agent)"] : null);
     return entry && typeof entry.mean === "number" ? `${(entry.mean * 100).toFixed(1)} %` : "–";
   };
-  box.replaceChildren(el("table", { class: "usage" },
+  box.replaceChildren(...lead, el("table", { class: "usage" },
     el("thead", {}, el("tr", {}, ["Agent", "Calls", "In", "Out", "Prefix kept"].map((h) => el("th", {
       scope: "col", text: h,
       title: h === "Prefix kept" ? "Mean share of each model request's previous request that it repeats from the start (prompt-cache reuse)" : undefined,
