@@ -86,6 +86,12 @@ def execute_answer(
     """The tool answer: the output (head and tail when longer than `max_inline_chars`,
     with where the whole output was saved, or why it could not be), then the exit code."""
     output = response.output
+    if response.exit_code is not None:
+        # `LocalShellBackend` ends a failed command's output with the reference's
+        # `Exit code: N`; the answer's own exit-code line says it once.
+        output = output.removesuffix(f"\n\nExit code: {response.exit_code}")
+        if output == f"Exit code: {response.exit_code}":
+            output = ""
     parts: list[str] = []
     if len(output) > max_inline_chars:
         parts.append(_head_and_tail(output, max_inline_chars, saved_at, save_error))
@@ -93,7 +99,7 @@ def execute_answer(
         parts.append(output.rstrip("\n") if output.strip() else "(no output)")
     if response.truncated:
         parts.append(
-            "[the command was stopped at the backend's output capture cap; send long output "
+            "[the output was cut at the backend's output capture cap; send long output "
             "to a file (`cmd > out.txt 2>&1`) and page it with read_file, or narrow it with "
             "head, tail or grep]"
         )
