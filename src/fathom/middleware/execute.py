@@ -272,13 +272,14 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
         tool_description: Replaces the tool's description.
         max_timeout: The most seconds the model may ask a command to run; a larger
             `timeout` is lowered to it and the answer says so. The backend's own
-            `max_timeout` (the built-in backends' default is their `timeout`) caps it too;
-            `None` leaves only the backend's.
+            `max_timeout` caps it too (`BubblewrapSandbox`'s default is its `timeout`;
+            `LocalShellBackend` has none unless given, as in the reference); `None` leaves
+            only the backend's.
         max_inline_chars: Output up to this many characters is shown whole; longer output
             is written to `/large_tool_results/execute_<tool call id>.txt` on the backend
             (with `write`) and the answer shows its first and last `max_inline_chars / 2`
-            characters and the path. How much a command may print at all is the backend's
-            capture cap (`max_output_bytes` on the built-in shells), past which it is killed.
+            characters and the path. How much of a command's output is kept at all is the
+            backend's capture cap (`max_output_bytes` on the built-in shells).
     """
 
     def __init__(

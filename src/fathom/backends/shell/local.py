@@ -77,7 +77,11 @@ class LocalShellBackend(FilesystemBackend):
             positive (`ValueError`).
         max_timeout: The most seconds a caller may ask for; a larger `timeout` given to
             `execute` is lowered to it (and the output says so). `None` (the default)
-            means `timeout`: the model cannot raise the operator's limit.
+            sets no cap, as in the reference, where a per-command `timeout` overrides the
+            default either way; the model's requests are still bounded by
+            `FilesystemMiddleware(max_execute_timeout=)` (3600 s by default) and
+            `ExecuteMiddleware(max_timeout=)`. Set it to keep the model (or any caller)
+            from raising the operator's limit.
         max_output_bytes: Output (stdout and stderr combined) kept per command; past it
             the output is cut (a line says where) and the response is marked `truncated`,
             while the command runs on to its end. Only a runaway command is killed, once its
@@ -123,7 +127,9 @@ class LocalShellBackend(FilesystemBackend):
         ):
             raise ValueError(f"max_output_bytes must be a positive int, not {max_output_bytes!r}.")
         self.timeout: float = float(timeout)
-        self.max_timeout: float = max(self.timeout, float(max_timeout or timeout))
+        self.max_timeout: float = (
+            float("inf") if max_timeout is None else max(self.timeout, float(max_timeout))
+        )
         self.max_output_bytes: int = max_output_bytes
         self.env: dict[str, str] = dict(env or {})
         self.inherit_env: bool = inherit_env
