@@ -289,3 +289,35 @@ def test_langsmith_sandbox_keeps_one_async_client(workdir: Path) -> None:
 
     asyncio.run(main())
     assert [timeout for _, timeout in sdk.runs] == [5, 30 * 60, 30 * 60]
+
+
+def test_the_agent_tools_work_over_a_reference_provider(workdir: Path) -> None:
+    from fathom import create_deep_agent
+    from fathom.testing import ScriptedModel, ai, tool_call
+
+    box = ProviderSandbox(workdir)
+    path = f"{workdir}/notes/$(touch pwned) it's.md"
+    model = ScriptedModel(
+        replies=[
+            ai("", tool_call("write_file", {"file_path": path, "content": "hi there\n"})),
+            ai("", tool_call("edit_file", {"file_path": path, "old_string": "there",
+                                           "new_string": "again"})),
+            ai("", tool_call("read_file", {"file_path": path})),
+            ai("", tool_call("grep", {"pattern": "again", "path": str(workdir)})),
+            ai("", tool_call("glob", {"pattern": "**/*.md", "path": str(workdir)})),
+            ai("", tool_call("ls", {"path": f"{workdir}/notes"})),
+            ai("", tool_call("read_file", {"file_path": f"{workdir}/missing.md"})),
+            ai("done"),
+        ]
+    )
+    agent = create_deep_agent(model, backend=box)
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    answers = [m for m in result["messages"] if m.type == "tool"]
+    *fine, missing = answers
+    assert all(m.status != "error" for m in fine), [m.text for m in fine]
+    assert Path(path).read_text() == "hi again\n"
+    assert "hi again" in fine[2].text
+    assert path in fine[3].text and path in fine[4].text and path in fine[5].text
+    assert missing.status == "error"
+    assert "file_not_found" in missing.text
+    assert not list(workdir.rglob("pwned"))

@@ -1145,5 +1145,6 @@ def plan(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     if name == "glob":
         return _glob(*args)
     if name == "grep":
-        return _grep(*args, kwargs.get("max_count"), exclude_dirs)
+        pattern, path, glob = [*args, None, None][:3]
+        return _grep(pattern, path, glob, kwargs.get("max_count"), exclude_dirs)
     return None
