@@ -11,6 +11,7 @@ import pytest
 
 from fathom.backends.errors import ErrorKind
 from fathom.backends.protocol import SandboxBackendProtocol, supports_execute
+from fathom.backends.shell._runner import timeout_note
 from fathom.backends.shell.local import DEFAULT_PATH, LocalShellBackend
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -78,7 +79,8 @@ def test_is_a_sandbox_backend(shell: LocalShellBackend) -> None:
 
 def test_output_and_exit_code(shell: LocalShellBackend) -> None:
     result = shell.execute("echo out; echo err >&2; exit 3")
-    assert result.output == "out\nerr\n"
+    # stderr lines are marked and a failure ends with its exit code, as in the reference
+    assert result.output == "out\n[stderr] err\n\nExit code: 3"
     assert result.exit_code == 3
     assert not result.truncated
     assert shell.execute("true").exit_code == 0
@@ -94,14 +96,18 @@ def test_invalid_utf8_is_replaced(shell: LocalShellBackend) -> None:
     assert shell.execute(r"printf '\377ok'").output == "\ufffdok"
 
 
-def test_empty_command_and_bad_timeout_are_error_responses(shell: LocalShellBackend) -> None:
+def test_empty_command_is_an_error_response_and_a_non_positive_timeout_raises(
+    shell: LocalShellBackend,
+) -> None:
     for command in ("", "   ", "echo \x00"):
         result = shell.execute(command)
         assert result.exit_code not in (0, None)
         assert result.output.startswith("Error")
-    bad = shell.execute("echo hi", timeout=0)
-    assert bad.exit_code == 1
-    assert "timeout" in bad.output
+    assert "must be a non-empty string" in shell.execute("").output
+    for bad in (0, -5):  # the reference raises for these
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            shell.execute("echo hi", timeout=bad)
+    assert "timeout" in shell.execute("echo hi", timeout=float("nan")).output
 
 
 def test_constructor_validates(tmp_path: Path) -> None:
@@ -119,14 +125,16 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=KILL_S)
     result = shell.execute("echo started; sleep 100 & echo $! > child.pid; sleep 100; wait")
     assert result.exit_code == 124  # GNU timeout's code; the output so far is kept
-    assert result.output == f"started\n[killed: the command ran past its {KILL_S}s timeout]"
+    assert result.output == f"started\n{timeout_note(KILL_S, False)}\n\nExit code: 124"
+    assert "timeout parameter" in result.output
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
 def test_per_call_timeout_overrides_default(shell: LocalShellBackend) -> None:
     result = shell.execute("sleep 30", timeout=0.5)
     assert result.exit_code == 124
-    assert result.output == "[killed: the command ran past its 0.5s timeout]"
+    assert result.output == f"{timeout_note(0.5, True)}\n\nExit code: 124"
+    assert "custom timeout of 0.5s" in result.output
     # as a keyword, the way the reference API passes it
     assert shell.execute("sleep 30", timeout=0.5).exit_code == 124
 
@@ -141,24 +149,26 @@ def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
     os.kill(pid, 9)
 
 
-def test_output_over_the_cap_is_truncated_fast(tmp_path: Path) -> None:
+def test_output_over_the_cap_is_cut_and_the_command_runs_to_its_end(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=HANG_S, max_output_bytes=10_000)
-    result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes' | head -c 5000000")
+    result = shell.execute("yes | head -c 5000000; echo finished > done.txt")
     assert result.truncated
-    assert result.exit_code == 137  # killed at the capture cap (128 + SIGKILL)
+    assert result.exit_code == 0  # not killed: the output past the cap was read and dropped
+    assert (tmp_path / "done.txt").read_text() == "finished\n"
     assert result.output.startswith("y\ny\n")
     kept, _, note = result.output.rpartition("\n")
     assert len(kept) == 10_000 - 1  # the cap, less the newline the note replaces
-    assert note == "[output passed 10,000 bytes, so the command was killed; the output stops there]"
-    assert gone(read_pid(tmp_path / "yes.pid"))
+    assert note == "[Output truncated at 10,000 bytes of 5,000,000]"
 
 
-def test_the_capture_cap_stops_a_runaway_command(tmp_path: Path) -> None:
+def test_runaway_output_kills_the_command(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, max_output_bytes=1_000)
-    result = shell.execute("yes; echo finished > done.txt")
-    assert result.exit_code == 137
+    result = shell.execute("sh -c 'echo $$ > yes.pid; exec yes'; echo finished > done.txt")
+    assert result.exit_code == 137  # 128 + SIGKILL, past RUNAWAY_OUTPUT_BYTES
     assert result.truncated
+    assert "the command was killed after" in result.output
     assert not (tmp_path / "done.txt").exists()  # killed, not drained forever
+    assert gone(read_pid(tmp_path / "yes.pid"))
 
 
 def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
@@ -174,7 +184,7 @@ def test_on_output_streams_the_kept_output(tmp_path: Path) -> None:
         on_output=listen,
     )
     assert len(chunks) >= 2
-    assert "".join(chunks) == result.output.split("\n[output passed")[0]
+    assert "".join(chunks) == result.output.split("\n[Output truncated")[0]
 
 
 def test_a_failing_listener_does_not_break_the_command(shell: LocalShellBackend) -> None:
@@ -214,16 +224,16 @@ def test_aexecute_output_and_exit_code(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path)
     chunks: list[str] = []
     result = asyncio.run(shell.aexecute("pwd; echo err >&2; exit 4", on_output=chunks.append))
-    assert result.output == f"{os.path.realpath(tmp_path)}\nerr\n"
+    assert result.output == f"{os.path.realpath(tmp_path)}\n[stderr] err\n\nExit code: 4"
     assert result.exit_code == 4
-    assert "".join(chunks) == result.output
+    assert "".join(chunks) == f"{os.path.realpath(tmp_path)}\n[stderr] err\n"
 
 
 def test_aexecute_timeout_kills_the_group(tmp_path: Path) -> None:
     shell = LocalShellBackend(root_dir=tmp_path, timeout=KILL_S)
     result = asyncio.run(shell.aexecute("sleep 100 & echo $! > child.pid; sleep 100; wait"))
     assert result.exit_code == 124
-    assert result.output == f"[killed: the command ran past its {KILL_S}s timeout]"
+    assert result.output == f"{timeout_note(KILL_S, False)}\n\nExit code: 124"
     assert gone(read_pid(tmp_path / "child.pid"))
 
 
@@ -236,7 +246,7 @@ def test_aexecute_truncates_and_background_jobs_do_not_hold_it(tmp_path: Path) -
         return big, bg
 
     big, bg = asyncio.run(main())
-    assert big.truncated and big.exit_code == 137
+    assert big.truncated and big.exit_code == 0
     assert (bg.output, bg.exit_code) == ("ok\n", 0)
     pid = read_pid(tmp_path / "bg.pid")
     assert alive(pid)  # the call came back while its background job still runs

@@ -309,5 +309,5 @@ def test_the_execute_tool_caps_the_model_timeout(workspace: Path, mode: str) -> 
     result = asyncio.run(agent.ainvoke(go)) if mode == "ainvoke" else agent.invoke(go)
     (message,) = [m for m in result["messages"] if m.type == "tool"]
     assert "above the limit of 1s" in message.text
-    assert "ran past its 1s timeout" in message.text
+    assert "ran past its custom timeout of 1s" in message.text
     assert message.text.endswith("[exit code 124]")

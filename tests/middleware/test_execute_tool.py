@@ -11,6 +11,7 @@ from langchain_core.messages import ToolMessage
 
 from fathom import create_deep_agent
 from fathom.backends.filesystem import FilesystemBackend
+from fathom.backends.shell._runner import timeout_note
 from fathom.backends.shell.local import LocalShellBackend
 from fathom.middleware.execute import EXECUTE_PROMPT, EXECUTE_STREAM_EVENT, ExecuteMiddleware
 from fathom.testing import ScriptedModel, ai, tool_call
@@ -59,7 +60,7 @@ def test_non_zero_exit_is_an_error(mode: str, tmp_path: Path) -> None:
     call = tool_call("execute", {"command": "echo nope >&2; exit 3"})
     message, _ = run(mode, backend, call)
     assert message.status == "error"
-    assert message.text == "nope\n[exit code 3]"
+    assert message.text == "[stderr] nope\n[exit code 3]"
 
 
 def test_timeout_argument_kills_the_command(mode: str, tmp_path: Path) -> None:
@@ -68,7 +69,8 @@ def test_timeout_argument_kills_the_command(mode: str, tmp_path: Path) -> None:
     call = tool_call("execute", {"command": "echo start; sleep 30", "timeout": 3})
     message, _ = run(mode, backend, call)
     assert message.status == "error"
-    assert message.text == "start\n[killed: the command ran past its 3s timeout]\n[exit code 124]"
+    note = timeout_note(3, custom=True)
+    assert message.text == f"start\n{note}\n[exit code 124]"
 
 
 def test_output_past_the_capture_cap_is_stopped_and_flagged(mode: str, tmp_path: Path) -> None:
@@ -76,7 +78,7 @@ def test_output_past_the_capture_cap_is_stopped_and_flagged(mode: str, tmp_path:
     message, _ = run(mode, backend, tool_call("execute", {"command": "yes"}))
     assert message.status == "error"
     assert len(message.text) < 2_600
-    assert "stopped at the backend's output capture cap" in message.text
+    assert "cut at the backend's output capture cap" in message.text
     assert message.text.endswith("[exit code 137]")
 
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from fathom.backends.base import BackendBase
     from fathom.backends.composite import CompositeBackend
     from fathom.backends.filesystem import FilesystemBackend
+    from fathom.backends.langsmith import LangSmithSandbox
     from fathom.backends.local_shell import DEFAULT_EXECUTE_TIMEOUT
     from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
     from fathom.backends.protocol import (
@@ -44,6 +45,7 @@ _WHERE = {
     "fathom.backends.base": ("BackendBase",),
     "fathom.backends.composite": ("CompositeBackend",),
     "fathom.backends.filesystem": ("FilesystemBackend",),
+    "fathom.backends.langsmith": ("LangSmithSandbox",),
     "fathom.backends.local_shell": ("DEFAULT_EXECUTE_TIMEOUT",),
     "fathom.backends.policy": ("BackendPolicy", "FileOperation", "PolicyBackend"),
     "fathom.backends.protocol": (
@@ -81,6 +83,7 @@ __all__ = [
     "GlobResult",
     "GrepMatch",
     "GrepResult",
+    "LangSmithSandbox",
     "LocalShellBackend",
     "LsResult",
     "NamespaceFactory",

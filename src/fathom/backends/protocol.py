@@ -590,12 +590,18 @@ class SandboxBackendProtocol(BackendProtocol):
         return await asyncio.to_thread(self.execute, command, timeout=timeout)
 
 
+@functools.lru_cache(maxsize=128)
 def execute_accepts_timeout(cls: type) -> bool:
-    """Whether `cls.execute`, as written, takes a `timeout` keyword (the reference's check;
-    fathom never needs it: every backend's `execute` is conformed)."""
+    """Whether `cls.execute`, as written, takes a `timeout` keyword (the reference's check,
+    cached per class; fathom never needs it: every backend's `execute` is conformed). A
+    signature that cannot be read logs a warning and counts as no."""
     try:
         return "timeout" in inspect.signature(cls.execute).parameters  # type: ignore[attr-defined]
     except (AttributeError, TypeError, ValueError):
+        logger.warning(
+            "Could not inspect signature of %s.execute; assuming it takes no timeout",
+            getattr(cls, "__qualname__", cls),
+        )
         return False
 
 

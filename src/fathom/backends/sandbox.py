@@ -31,10 +31,23 @@ paging, edits and grep context lines are computed by the same helpers as on disk
 The sandbox needs `python3` (any 3.6+); without it every file operation fails with a
 `FAILED` error that says so. `BaseSandbox` adds no isolation of its own: whoever can call
 these methods can already run commands through `execute`.
+
+**Providers written for the Deep Agents `BaseSandbox`.** Such a provider implements
+`execute`, `id`, `upload_files` and `download_files` (the reference's abstract methods), and
+its tests may answer `execute` with the reference's replies. A subclass that defines its own
+`upload_files` or `download_files` (and keeps `root = "/"`) therefore speaks the reference's
+wire (`fathom.backends._reference_wire`): the same calls in the same order (`write` is a
+small `execute` that creates the parent directories, then the provider's `upload_files`),
+the same replies parsed the same way, and the reference's result texts as each error's
+`message` (with a fathom `ErrorKind`). Paths there are the sandbox's own, used as given.
+Its payloads still never reach the shell as text: paths, patterns and contents travel
+base64-encoded (see that module for the one exception, `delete`'s `shlex`-quoted path).
+Set `wire_format = "fathom"` or `wire_format = "deepagents"` on a subclass to choose explicitly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -42,8 +55,9 @@ import secrets
 import shlex
 from abc import abstractmethod
 from collections.abc import Generator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
+from fathom.backends import _reference_wire as reference_wire
 from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
@@ -58,7 +72,64 @@ from fathom.backends.utils import (
     read_window,
 )
 
-__all__ = ["BaseSandbox"]
+__all__ = ["MAX_BINARY_BYTES", "MAX_OUTPUT_BYTES", "TRUNCATION_MSG", "BaseSandbox"]
+
+MAX_BINARY_BYTES = reference_wire.MAX_BINARY_BYTES
+"""The largest binary file (by extension) that `read` returns over the Deep Agents wire."""
+MAX_OUTPUT_BYTES = reference_wire.MAX_OUTPUT_BYTES
+"""The most bytes of text one `read` page returns over the Deep Agents wire."""
+TRUNCATION_MSG = reference_wire.TRUNCATION_MSG
+"""What a `read` page cut at `MAX_OUTPUT_BYTES` ends with (Deep Agents wire)."""
+_READ_COMMAND_TEMPLATE = reference_wire.READ_COMMAND_TEMPLATE
+_EDIT_INLINE_MAX_BYTES = reference_wire.EDIT_INLINE_MAX_BYTES
+
+
+# The Deep Agents wire's command builders and reply parsers under the reference's private
+# names, for providers that override one operation and reuse the rest (see
+# `fathom.backends._reference_wire`).
+
+
+def _build_read_cmd(file_path: str, offset: int, limit: int) -> str:
+    return reference_wire.read_command(file_path, offset, limit, BaseSandbox.max_file_size_bytes)
+
+
+def _parse_read_output(output: str, file_path: str) -> protocol.ReadResult:
+    return reference_wire.parse_read(output, file_path)
+
+
+def _build_write_preflight_cmd(file_path: str) -> str:
+    return reference_wire.write_preflight_command(file_path)
+
+
+def _check_preflight_result(
+    result: protocol.ExecuteResponse, file_path: str
+) -> protocol.WriteResult | None:
+    return reference_wire.check_preflight(result, file_path)
+
+
+def _map_edit_error(error: str, file_path: str, old_string: str) -> protocol.EditResult:
+    return reference_wire.edit_error(error, file_path, old_string, None)
+
+
+def _build_grep_cmd(
+    pattern: str, path: str | None, glob: str | None, max_count: int | None = None, *,
+    exclude_dirs: tuple[str, ...] = (),
+) -> str:
+    return reference_wire.grep_command(pattern, path, glob, max_count, exclude_dirs)
+
+
+def _parse_grep_output(
+    result: protocol.ExecuteResponse, path: str | None, max_count: int | None = None
+) -> protocol.GrepResult:
+    return reference_wire.parse_grep(result, path, max_count)
+
+
+def _build_glob_cmd(pattern: str, search_path: str) -> str:
+    return reference_wire.glob_command(pattern, search_path)
+
+
+def _parse_glob_output(result: protocol.ExecuteResponse, search_path: str) -> protocol.GlobResult:
+    return reference_wire.parse_glob(result, search_path)
 
 _MARK = "@@fathom-sandbox-reply@@"
 
@@ -352,7 +423,11 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
     - `transfer_chunk_bytes`: file bytes per command (base64 grows them by a third; keep
       it well under the command length and output limits of `execute`);
     - `reply_budget_bytes`: how much listing or grep data one command may print;
-    - `max_file_size_bytes`: the largest file `read` returns.
+    - `max_file_size_bytes`: the largest file `read` returns;
+    - `wire_format`: `"fathom"` (the program above) or `"deepagents"` (the reference's commands and
+      replies, for a provider written for the reference); `None` (the default) chooses
+      `"deepagents"` for a subclass that defines its own `upload_files` or
+      `download_files` with `root = "/"`, else `"fathom"`.
     """
 
     root: str = "/"
@@ -360,6 +435,7 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
     transfer_chunk_bytes: int = 48_000
     reply_budget_bytes: int = 60_000
     max_file_size_bytes: int = 10 * 1024 * 1024
+    wire_format: ClassVar[Literal["fathom", "deepagents"] | None] = None
 
     @abstractmethod
     def execute(self, command: str, *, timeout: int | None = None) -> protocol.ExecuteResponse:
@@ -374,6 +450,45 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         if found is None:
             found = vars(self)["_fathom_id"] = f"sandbox-{secrets.token_hex(6)}"
         return found
+
+    # ------------------------------------------------------------------ which wire
+
+    def _overrides(self, name: str) -> bool:
+        """Whether this sandbox brings its own `name` (on its class or the instance)."""
+        return name in vars(self) or getattr(type(self), name) is not getattr(BaseSandbox, name)
+
+    def _speaks_reference(self) -> bool:
+        """Whether the file operations use the Deep Agents wire (see `wire`)."""
+        if self.wire_format is not None:
+            return self.wire_format == "deepagents"
+        native = self._overrides("upload_files") or self._overrides("download_files")
+        return native and self.root == "/"
+
+    def _plan(self, name: str, *args: Any, **kwargs: Any) -> protocol.Plan[Any]:
+        if self._speaks_reference():
+            found = reference_wire.plan(
+                name, args, kwargs, exclude_dirs=tuple(self.grep_exclude_dirs),
+                max_sniffed=self.max_file_size_bytes,
+            )
+            if found is not None:
+                return found
+        return super()._plan(name, *args, **kwargs)
+
+    async def aupload_files(
+        self, files: list[tuple[str, bytes]]
+    ) -> list[protocol.FileUploadResponse]:
+        """Async `upload_files`: a subclass's own sync `upload_files` in a worker thread,
+        else the program's transfer over `aexecute`."""
+        if self._overrides("upload_files"):
+            return await asyncio.to_thread(self.upload_files, files)
+        return await super().aupload_files(files)
+
+    async def adownload_files(self, paths: list[str]) -> list[protocol.FileDownloadResponse]:
+        """Async `download_files`: a subclass's own sync `download_files` in a worker
+        thread, else the program's transfer over `aexecute`."""
+        if self._overrides("download_files"):
+            return await asyncio.to_thread(self.download_files, paths)
+        return await super().adownload_files(paths)
 
     # ------------------------------------------------------------------ transport
 
@@ -412,14 +527,23 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         )
 
     def _run(self, plan: protocol.Plan[T]) -> T:
-        return protocol.drive(
-            plan, lambda request: self._reply(self.execute(self._command(request)))
-        )
+        return protocol.drive(plan, self._send)
 
     async def _arun(self, plan: protocol.Plan[T]) -> T:
         return await protocol.adrive(plan, self._asend)
 
-    async def _asend(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _send(self, request: Any) -> Any:
+        if isinstance(request, reference_wire.Execute):
+            return self.execute(request.command)
+        if isinstance(request, reference_wire.Upload):
+            return self.upload_files(request.files)
+        return self._reply(self.execute(self._command(request)))
+
+    async def _asend(self, request: Any) -> Any:
+        if isinstance(request, reference_wire.Execute):
+            return await self.aexecute(request.command)
+        if isinstance(request, reference_wire.Upload):
+            return await self.aupload_files(request.files)
         return self._reply(await self.aexecute(self._command(request)))
 
     @staticmethod

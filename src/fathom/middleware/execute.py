@@ -86,6 +86,12 @@ def execute_answer(
     """The tool answer: the output (head and tail when longer than `max_inline_chars`,
     with where the whole output was saved, or why it could not be), then the exit code."""
     output = response.output
+    if response.exit_code is not None:
+        # `LocalShellBackend` ends a failed command's output with the reference's
+        # `Exit code: N`; the answer's own exit-code line says it once.
+        output = output.removesuffix(f"\n\nExit code: {response.exit_code}")
+        if output == f"Exit code: {response.exit_code}":
+            output = ""
     parts: list[str] = []
     if len(output) > max_inline_chars:
         parts.append(_head_and_tail(output, max_inline_chars, saved_at, save_error))
@@ -93,7 +99,7 @@ def execute_answer(
         parts.append(output.rstrip("\n") if output.strip() else "(no output)")
     if response.truncated:
         parts.append(
-            "[the command was stopped at the backend's output capture cap; send long output "
+            "[the output was cut at the backend's output capture cap; send long output "
             "to a file (`cmd > out.txt 2>&1`) and page it with read_file, or narrow it with "
             "head, tail or grep]"
         )
@@ -266,13 +272,14 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
         tool_description: Replaces the tool's description.
         max_timeout: The most seconds the model may ask a command to run; a larger
             `timeout` is lowered to it and the answer says so. The backend's own
-            `max_timeout` (the built-in backends' default is their `timeout`) caps it too;
-            `None` leaves only the backend's.
+            `max_timeout` caps it too (`BubblewrapSandbox`'s default is its `timeout`;
+            `LocalShellBackend` has none unless given, as in the reference); `None` leaves
+            only the backend's.
         max_inline_chars: Output up to this many characters is shown whole; longer output
             is written to `/large_tool_results/execute_<tool call id>.txt` on the backend
             (with `write`) and the answer shows its first and last `max_inline_chars / 2`
-            characters and the path. How much a command may print at all is the backend's
-            capture cap (`max_output_bytes` on the built-in shells), past which it is killed.
+            characters and the path. How much of a command's output is kept at all is the
+            backend's capture cap (`max_output_bytes` on the built-in shells).
     """
 
     def __init__(

@@ -5,9 +5,12 @@
 lives here:
 
 - the process starts in a new session (its own process group), stdin closed, stdout and
-  stderr joined on one pipe;
-- output is kept up to `capture_bytes`; past that the whole process group is killed (a
-  runaway `yes` is stopped, not read forever) and the result is marked `truncated`;
+  stderr joined on one pipe; or, with `stderr_prefix`, on two pipes read as output arrives,
+  each stderr line starting with the prefix (`LocalShellBackend`'s `[stderr] `);
+- output is kept up to `capture_bytes` and the result is then marked `truncated`; once the
+  output passes `kill_after_bytes` (by default `capture_bytes`) the whole process group is
+  killed, so a runaway `yes` is stopped, not read forever (output between the two is read
+  and dropped, and the command runs to its end);
 - at the timeout the process group is killed and the exit code is **124** (as GNU
   `timeout` reports it), with the output read so far kept;
 - a process ended by a signal reports `128 + signal`, as shells do;
@@ -46,10 +49,12 @@ __all__ = [
     "OutputCallback",
     "ProcessResult",
     "arun_process",
+    "cap_note",
     "check_request",
     "check_timeouts",
     "kill_group",
     "run_process",
+    "timeout_note",
 ]
 
 
@@ -86,31 +91,59 @@ class ProcessResult:
     """The exit status; 124 at the timeout; `128 + n` when ended by signal `n`."""
     timed_out: bool = False
     capped: bool = False
-    """The output passed the capture cap, so the process group was killed."""
+    """The output passed the capture cap, so it was cut there."""
+    runaway: bool = False
+    """The output passed `kill_after_bytes`, so the process group was killed."""
 
-    def response(self, timeout: float, notes: Sequence[str] = ()) -> ExecuteResponse:
+    def response(
+        self, timeout: float, notes: Sequence[str] = (), *, custom_timeout: bool | None = None
+    ) -> ExecuteResponse:
         """The `ExecuteResponse`: the output (UTF-8, bad bytes replaced), then one line per
-        note: the timeout kill, the cap kill, and the caller's `notes`."""
+        note: the timeout kill (worded for the backend's default timeout when
+        `custom_timeout` is false, for the caller's when true), the cut, and `notes`."""
         text = self.data.decode("utf-8", errors="replace")
         lines: list[str] = []
         if self.timed_out:
-            lines.append(f"[killed: the command ran past its {timeout:g}s timeout]")
+            lines.append(timeout_note(timeout, custom_timeout))
         if self.capped:
-            lines.append(
-                f"[output passed {len(self.data):,} bytes, so the command was killed; the "
-                "output stops there]"
-            )
+            lines.append(cap_note(len(self.data), self.total, killed=self.runaway))
         lines.extend(note for note in notes if note)
         if lines:
             text = "\n".join([text.rstrip("\n"), *lines] if text else lines)
         return ExecuteResponse(output=text, exit_code=self.exit_code, truncated=self.capped)
 
 
+def timeout_note(timeout: float, custom: bool | None = None) -> str:
+    """The line that says a command was killed at its timeout (`custom`: the caller's own
+    timeout, not the backend's default; `None`: not known)."""
+    if custom is None:
+        return f"[timed out: the command ran past its {timeout:g}s timeout and was killed]"
+    if custom:
+        return (
+            f"[timed out: the command ran past its custom timeout of {timeout:g}s and was "
+            "killed; it may be stuck, or need more time]"
+        )
+    return (
+        f"[timed out: the command ran past the default {timeout:g}s timeout and was killed; "
+        "for a long-running command, run it again with a larger timeout parameter]"
+    )
+
+
+def cap_note(kept: int, total: int, *, killed: bool) -> str:
+    """The line that says the output was cut at `kept` bytes (and the command killed)."""
+    if killed:
+        return (
+            f"[Output truncated at {kept:,} bytes; the command was killed after {total:,} "
+            "bytes of output]"
+        )
+    return f"[Output truncated at {kept:,} bytes of {total:,}]"
+
+
 def check_timeouts(timeout: object, max_timeout: object) -> None:
     """Raise `ValueError` unless a shell backend's `timeout` is a positive number of
     seconds and its `max_timeout` one too or `None`."""
     if positive_seconds(timeout) is None:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+        raise ValueError(f"timeout must be positive, got {timeout!r} (a number of seconds).")
     if max_timeout is not None and positive_seconds(max_timeout) is None:
         raise ValueError(
             f"max_timeout must be a positive number of seconds or None, not {max_timeout!r}."
@@ -124,7 +157,8 @@ def check_request(
     to `cap`; or an error response for an empty command, a NUL byte or a bad timeout."""
     if not isinstance(command, str) or not command.strip():
         return ExecuteResponse(
-            output="Error: the command is empty. Give a shell command such as `ls -la`.",
+            output="Error: Command must be a non-empty string: give a shell command such as "
+            "`ls -la`.",
             exit_code=1,
         )
     if "\x00" in command:
@@ -150,10 +184,12 @@ def check_request(
 
 
 class _Collector:
-    """Keeps output up to `cap` bytes and passes the kept part, decoded, to a listener."""
+    """Keeps output up to `cap` bytes and passes the kept part, decoded, to a listener;
+    `runaway` once more than `kill_after` bytes came."""
 
-    def __init__(self, cap: int, listener: OutputCallback | None) -> None:
+    def __init__(self, cap: int, listener: OutputCallback | None, kill_after: int) -> None:
         self.cap = cap
+        self.kill_after = max(kill_after, cap)
         self.kept = bytearray()
         self.total = 0
         self._listener = listener
@@ -162,6 +198,10 @@ class _Collector:
     @property
     def capped(self) -> bool:
         return self.total > self.cap
+
+    @property
+    def runaway(self) -> bool:
+        return self.total > self.kill_after
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -185,20 +225,49 @@ def _exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+_MAX_PARTIAL = 64 * 1024
+"""A stderr line longer than this is passed on in pieces (each with the prefix)."""
+
+
+class _Tagger:
+    """Starts each stderr line with `prefix`; a line's end may come in a later chunk."""
+
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix
+        self.partial = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        lines = (self.partial + chunk).split(b"\n")
+        self.partial = lines.pop()
+        tagged = b"".join(self.prefix + line + b"\n" for line in lines)
+        if len(self.partial) > _MAX_PARTIAL:
+            tagged += self.flush()
+        return tagged
+
+    def flush(self) -> bytes:
+        rest, self.partial = self.partial, b""
+        return self.prefix + rest if rest else b""
+
+
 def _pump(
     proc: subprocess.Popen[bytes],
     output: _Collector,
     deadline: float,
     cancel: threading.Event | None,
+    tagger: _Tagger | None = None,
 ) -> bool:
     """Read `proc`'s output until EOF, shortly after it exits, or a kill; `True` when it
-    was killed (deadline, output cap or cancellation), after draining the pipe briefly."""
+    was killed (deadline, runaway output or cancellation), after draining the pipes briefly.
+    With `tagger`, stderr is a pipe of its own whose lines it tags."""
     assert proc.stdout is not None
-    fd = proc.stdout.fileno()
+    taggers: dict[int, _Tagger | None] = {proc.stdout.fileno(): None}
+    if tagger is not None and proc.stderr is not None:
+        taggers[proc.stderr.fileno()] = tagger
     exited_at: float | None = None
     killed_at: float | None = None
     with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
+        for fd in taggers:
+            selector.register(fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if killed_at is None:
@@ -208,7 +277,7 @@ def _pump(
                     return False
                 if (
                     (exited_at is None and now >= deadline)
-                    or output.capped
+                    or output.runaway
                     or (cancel is not None and cancel.is_set())
                 ):
                     kill_group(proc.pid)
@@ -218,26 +287,32 @@ def _pump(
             wait = _TICK
             if exited_at is None and killed_at is None:
                 wait = min(wait, max(deadline - now, 0.0))
-            if not selector.select(wait):
-                continue
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
+            for key, _ in selector.select(wait):
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    del taggers[key.fd]
+                    continue
+                if killed_at is None:
+                    tagging = taggers[key.fd]
+                    output.feed(chunk if tagging is None else tagging.feed(chunk))
+            if not taggers:
                 return killed_at is not None
-            if killed_at is None:
-                output.feed(chunk)
 
 
 def run_process(
     argv: Sequence[str], *, timeout: float, capture_bytes: int,
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, kill_after_bytes: int | None = None,
+    stderr_prefix: str | None = None,
 ) -> ProcessResult | str:
     """Run `argv` under the policy of this module; the result, or why it could not start.
 
     `on_start(pid)` is called once the process runs (for a watcher that may kill its
     group, such as a disk guard). Setting `cancel` kills the process group (how the async
-    form is cancelled).
+    form is cancelled). `kill_after_bytes` (default: `capture_bytes`) is how much output
+    kills the command; `stderr_prefix` starts each stderr line.
     """
     try:
         proc = subprocess.Popen(
@@ -246,20 +321,24 @@ def run_process(
             env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if stderr_prefix is None else subprocess.PIPE,
             start_new_session=True,
             bufsize=0,
         )
     except (OSError, ValueError) as error:
         return f"could not start the command: {error}"
-    output = _Collector(capture_bytes, on_output)
+    limit = capture_bytes if kill_after_bytes is None else kill_after_bytes
+    output = _Collector(capture_bytes, on_output, limit)
+    tagger = None if stderr_prefix is None else _Tagger(stderr_prefix.encode("utf-8"))
     deadline = time.monotonic() + timeout
     timed_out = False
     try:
         if on_start is not None:
             on_start(proc.pid)
-        killed = _pump(proc, output, deadline, cancel)
-        timed_out = killed and not output.capped and time.monotonic() >= deadline
+        killed = _pump(proc, output, deadline, cancel, tagger)
+        if tagger is not None and not killed:
+            output.feed(tagger.flush())
+        timed_out = killed and not output.runaway and time.monotonic() >= deadline
         if not killed and proc.poll() is None:
             # The pipe closed but the process runs on (it closed its own output): it
             # still gets only the time left.
@@ -272,18 +351,20 @@ def run_process(
         kill_group(proc.pid)
         raise
     finally:
-        if proc.poll() is None and (timed_out or output.capped):
+        if proc.poll() is None and (timed_out or output.runaway):
             kill_group(proc.pid)
         # Background jobs may still hold the pipe; the status is the main process's.
         returncode = proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     return ProcessResult(
         data=bytes(output.kept),
         total=output.total,
         exit_code=TIMEOUT_EXIT_CODE if timed_out else _exit_status(returncode),
         timed_out=timed_out,
         capped=output.capped and not timed_out,
+        runaway=output.runaway and not timed_out,
     )
 
 
@@ -291,6 +372,7 @@ async def arun_process(
     argv: Sequence[str], *, timeout: float, capture_bytes: int,
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
+    kill_after_bytes: int | None = None, stderr_prefix: str | None = None,
 ) -> ProcessResult | str:
     """`run_process` without blocking the event loop. Cancelling the awaiting task kills
     the process group, waits for it to be reaped, then re-raises the cancellation."""
@@ -326,6 +408,8 @@ async def arun_process(
                 on_output=listener,
                 on_start=on_start,
                 cancel=cancel,
+                kill_after_bytes=kill_after_bytes,
+                stderr_prefix=stderr_prefix,
             )
         except BaseException as error:  # boundary: handed to the awaiting task, raised there
             outcome = error

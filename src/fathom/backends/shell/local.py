@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 from fathom.backends.filesystem import FilesystemBackend
 from fathom.backends.protocol import (
@@ -33,7 +35,17 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 """`PATH` given to commands when the environment is not inherited and `env` sets none."""
 
 DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
-"""Output captured per command by default; past it the command is killed."""
+"""Output captured per command by default; past it the output is cut."""
+
+DEFAULT_EXECUTE_TIMEOUT = 120
+"""Seconds a command may run when no timeout is given (the Deep Agents API's constant)."""
+
+RUNAWAY_OUTPUT_BYTES = 64 * 1024 * 1024
+"""Output after which a command is killed whatever its cap: 64 MiB, or 64 times
+`max_output_bytes` when that is more (a runaway `yes` is stopped, a verbose build is not)."""
+
+STDERR_PREFIX = "[stderr] "
+"""What each line a command writes to stderr starts with in the output."""
 
 logger = logging.getLogger(__name__)
 
@@ -61,26 +73,39 @@ class LocalShellBackend(FilesystemBackend):
             `True` (the default) confines them to `root_dir`; `False` must be passed by name
             to give them the whole host, and the construction warning then says so.
         timeout: Seconds a command may run before its whole process group is killed, when
-            the caller (the model) gives none.
+            the caller (the model) gives none (`DEFAULT_EXECUTE_TIMEOUT`, 120); it must be
+            positive (`ValueError`).
         max_timeout: The most seconds a caller may ask for; a larger `timeout` given to
             `execute` is lowered to it (and the output says so). `None` (the default)
-            means `timeout`: the model cannot raise the operator's limit.
-        max_output_bytes: Output (stdout and stderr combined) captured per command; once
-            a command passes it, its process group is killed (a runaway `yes` stops) and
-            the response is marked `truncated`. The `execute` tool shows the model a head
-            and tail of long output and offloads the whole capture to a file it can page.
+            sets no cap, as in the reference, where a per-command `timeout` overrides the
+            default either way; the model's requests are still bounded by
+            `FilesystemMiddleware(max_execute_timeout=)` (3600 s by default) and
+            `ExecuteMiddleware(max_timeout=)`. Set it to keep the model (or any caller)
+            from raising the operator's limit.
+        max_output_bytes: Output (stdout and stderr combined) kept per command; past it
+            the output is cut (a line says where) and the response is marked `truncated`,
+            while the command runs on to its end. Only a runaway command is killed, once its
+            output passes `RUNAWAY_OUTPUT_BYTES` or 64 times this cap. The `execute` tool
+            shows the model a head and tail of long output and offloads the whole capture
+            to a file it can page.
         env: Environment variables for commands.
         inherit_env: `True` starts from this process's environment and applies `env` on
             top; `False` (the default) gives commands only `env` (plus `PATH` =
             `DEFAULT_PATH` when `env` sets none), so this process's secrets stay out.
         max_file_size_mb: As for `FilesystemBackend`.
 
+    The output is the command's stdout and stderr as they arrive, each stderr line
+    starting with `[stderr] `; a command that exits non-zero gets a last line
+    `Exit code: N` (as in the reference API). `id` is `local-` and 8 hex digits; `cwd` is
+    the working directory as a `Path`.
+
     Each command runs in a new session (its own process group). On timeout (exit code 124,
-    output so far kept), at the output cap, or when an `aexecute` call is cancelled, the
-    whole group is killed with SIGKILL, so children die too (a process that starts its own
-    session escapes this). When the shell exits normally, background jobs it started keep
-    running; output they still send to the shared pipe is read for a short grace period
-    only, so redirect their output to a file.
+    output so far kept, and a line saying whether the default or the caller's timeout was
+    passed), on runaway output, or when an `aexecute` call is cancelled, the whole group is
+    killed with SIGKILL, so children die too (a process that starts its own session
+    escapes this). When the shell exits normally, background jobs it started keep running;
+    output they still send to the shared pipes is read for a short grace period only, so
+    redirect their output to a file.
     """
 
     def __init__(
@@ -88,7 +113,7 @@ class LocalShellBackend(FilesystemBackend):
         root_dir: str | os.PathLike[str] | None = None,
         virtual_mode: bool = True,
         *,
-        timeout: float = 120,
+        timeout: float = DEFAULT_EXECUTE_TIMEOUT,
         max_timeout: float | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
@@ -102,10 +127,15 @@ class LocalShellBackend(FilesystemBackend):
         ):
             raise ValueError(f"max_output_bytes must be a positive int, not {max_output_bytes!r}.")
         self.timeout: float = float(timeout)
-        self.max_timeout: float = max(self.timeout, float(max_timeout or timeout))
+        self.max_timeout: float = (
+            float("inf") if max_timeout is None else max(self.timeout, float(max_timeout))
+        )
         self.max_output_bytes: int = max_output_bytes
         self.env: dict[str, str] = dict(env or {})
         self.inherit_env: bool = inherit_env
+        self._sandbox_id = f"local-{uuid.uuid4().hex[:8]}"
+        # The reference's `cwd`; a subclass (or `FilesystemBackend`) may define it already.
+        vars(self).setdefault("cwd", Path(self.root_dir))
         # Loud by design: nothing about this backend is isolated, and it is easy to forget.
         logger.warning(
             "LocalShellBackend(%s): `execute` runs commands on this host as uid %s with no "
@@ -116,6 +146,16 @@ class LocalShellBackend(FilesystemBackend):
             else "the file tools are NOT confined either (virtual_mode=False): any path on "
             "the host can be read and written",
         )
+
+    @property
+    def id(self) -> str:
+        """This backend's identifier: `local-` and 8 random hex digits."""
+        return self._sandbox_id
+
+    @property
+    def _default_timeout(self) -> float:
+        """The reference API's name of `timeout`."""
+        return self.timeout
 
     # ------------------------------------------------------------------ execute
 
@@ -139,10 +179,14 @@ class LocalShellBackend(FilesystemBackend):
             on_output: Called with each piece of (kept) output as it arrives.
 
         Returns:
-            Combined stdout/stderr (decoded as UTF-8, bad bytes replaced) and the exit
+            Combined stdout/stderr (decoded as UTF-8, bad bytes replaced; stderr lines
+            start with `[stderr] `, and a non-zero exit adds `Exit code: N`) and the exit
             code: 124 when killed at the timeout (the output so far is kept), `128 + n`
             when ended by signal `n`; `truncated=True` when the output passed
-            `max_output_bytes` and the command was killed there.
+            `max_output_bytes` and was cut there.
+
+        Raises:
+            ValueError: `timeout` is a number that is not positive (as in the reference).
         """
         return drive(self._shell(command, timeout, on_output), lambda run: run_process(**run))
 
@@ -158,6 +202,11 @@ class LocalShellBackend(FilesystemBackend):
     ) -> Plan[ExecuteResponse]:
         """One command, written once: yields the process to run (`run_process`'s keywords),
         receives its result."""
+        if (
+            isinstance(timeout, int | float) and not isinstance(timeout, bool)
+            and timeout <= 0
+        ):
+            raise ValueError(f"timeout must be positive, got {timeout}")
         checked = check_request(command, timeout, self.timeout, self.max_timeout)
         if isinstance(checked, ExecuteResponse):
             return checked
@@ -166,13 +215,24 @@ class LocalShellBackend(FilesystemBackend):
             "argv": ["/bin/sh", "-c", command],
             "timeout": seconds,
             "capture_bytes": self.max_output_bytes,
+            "kill_after_bytes": max(RUNAWAY_OUTPUT_BYTES, 64 * self.max_output_bytes),
+            "stderr_prefix": STDERR_PREFIX,
             "env": self._environment(),
             "cwd": str(self.root_dir),
             "on_output": on_output,
         }
         if isinstance(result, str):
             return _error(f"Error: {result}")
-        return result.response(seconds, [note])
+        response = result.response(seconds, [note], custom_timeout=timeout is not None)
+        if response.exit_code:
+            output = response.output.rstrip()
+            response = ExecuteResponse(
+                output=f"{output}\n\nExit code: {response.exit_code}" if output
+                else f"Exit code: {response.exit_code}",
+                exit_code=response.exit_code,
+                truncated=response.truncated,
+            )
+        return response
 
     # ------------------------------------------------------------------ file transfer
 
