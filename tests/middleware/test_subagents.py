@@ -206,7 +206,7 @@ def test_bad_specs_are_refused_at_construction():
         create_deep_agent(
             model, subagents=[{"name": "g", "description": "d", "runnable": other.compile()}]
         )
-    with pytest.raises(ValueError, match="checkpointer"):
+    with pytest.warns(UserWarning, match="checkpointer"):
         create_deep_agent(
             model,
             subagents=[{"name": "a", "description": "d", "system_prompt": "p",
