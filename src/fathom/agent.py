@@ -304,7 +304,9 @@ def _core_middleware(
     return [
         ToolArgsFromMessagesMiddleware(),
         *([PlanningMiddleware()] if planning else []),
-        *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions)]
+        # a cache breakpoint after memory for Anthropic models, as in the reference
+        *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions,
+                            add_cache_control=True)]
           if memory else []),
         *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
         # the `interrupt` rules pause through the approval gate `_hitl` adds for them
