@@ -427,6 +427,15 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
     ) -> None:
         super().__init__()
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(
+                f"system_prompt must be str or None, not {type(system_prompt).__name__}"
+            )
+        if system_prompt is not None and "{skills_list}" not in system_prompt:
+            raise ValueError(
+                "system_prompt missing required format slot {skills_list}, where the skills "
+                "go; add it, or pass None to list no skills in the prompt."
+            )
         check_prompt_template(
             system_prompt, "skills_list", "the skills", "list no skills in the prompt"
         )
@@ -444,8 +453,8 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
             if isinstance(entry, tuple):
                 if len(entry) != 2 or not all(isinstance(part, str) for part in entry):
                     raise TypeError(
-                        f"a labelled skill source is a (path, label) pair of strings, not "
-                        f"{entry!r}."
+                        f"skill source {entry!r}: expected str or (str, str) tuple; a "
+                        "labelled skill source is a (path, label) pair of strings."
                     )
                 source, self.labels[entry[0]] = entry
             else:
@@ -548,14 +557,22 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
             return None
         if self.system_prompt is SKILLS_PROMPT and not self.labels:
             return skills_section(skills)
-        if not skills:
-            return None
+        if not skills and self.system_prompt is SKILLS_PROMPT:
+            return None  # the default lists skills only when there are some
+        listing = self._labelled_list(skills) if skills else self._no_skills()
         text = (
             self.system_prompt.replace("{skills_locations}", self._locations())
             .replace("{skills_load_warnings}", "")
-            .replace("{skills_list}", self._labelled_list(skills))
+            .replace("{skills_list}", listing)
         )
         return PromptSection("skills", text, "stable")
+
+    def _no_skills(self) -> str:
+        """What a custom template lists when no source holds a skill (as the reference)."""
+        where = " or ".join(f"`{source}`" for source in self.sources)
+        return "(No skills available yet." + (
+            f" You can create skills in {where})" if where else ")"
+        )
 
     def _locations(self) -> str:
         return "\n".join(
