@@ -11,10 +11,11 @@ subagent's events stream under the namespace `tools:<task id>`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, NotRequired
 
 from langchain.agents.middleware import InterruptOnConfig
@@ -349,8 +350,9 @@ def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:
         )
     if isinstance(runnable, Pregel) and "messages" not in runnable.channels:
         raise ValueError(
-            f"Subagent {spec['name']!r}: its graph state has no 'messages' key; the task is "
-            "given as a message and the answer is read from the messages."
+            f"Subagent {spec['name']!r}: CompiledSubAgent must return a state containing a "
+            "'messages' key, and its graph state has none; the task is given as a message "
+            "and the answer is read from the messages."
         )
     return compiled_subagent(spec, runnable)
 
@@ -521,6 +523,20 @@ def _compile_spec(
     return {**spec, "name": name, "description": spec.get("description", ""), "runnable": runnable}
 
 
+@contextlib.contextmanager
+def _subagent_tracing() -> Iterator[None]:
+    """Tag the LangSmith runs of a subagent with `ls_agent_type="subagent"` (as LangChain
+    tags a root agent's `"root"`): in the tracing context only, so the tag reaches the
+    tracer but not the metadata of streamed callback events. The rest of the context
+    (parent, client, project, tags) is kept as it is."""
+    from langsmith.run_helpers import get_tracing_context, tracing_context
+
+    current = get_tracing_context()
+    metadata = {**(current.get("metadata") or {}), "ls_agent_type": "subagent"}
+    with tracing_context(**{**current, "metadata": metadata}):
+        yield
+
+
 class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
     """Adds the `task` tool over compiled subagents.
 
@@ -635,7 +651,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         metadata = {
             **(config.get("metadata") or {}),
             "lc_agent_name": spec["name"],
-            "ls_agent_type": "subagent",
             # Lets a stream consumer tell which `task` call a subagent's events belong to.
             "fathom_task_call_id": runtime.tool_call_id,
         }
@@ -683,7 +698,8 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
+        with _subagent_tracing():
+            result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
         return self._finish(runtime, spec, result)
 
     async def _atask(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
@@ -691,5 +707,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
+        with _subagent_tracing():
+            result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
         return self._finish(runtime, spec, result)
