@@ -63,7 +63,10 @@ def test_a_tool_only_a_subagent_has_can_be_gated_from_the_top() -> None:
     (request,) = pending.value["action_requests"]
     assert request["name"] == "send_email"
     assert request["args"] == {"to": "bob"}
-    assert pending.value["review_configs"][0]["action_name"] == "send_email"
+    (review,) = pending.value["review_configs"]
+    assert review["action_name"] == "send_email"
+    # `True` allows every decision LangChain's human-in-the-loop middleware knows
+    assert review["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
     assert SENT == []
 
     done = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
