@@ -317,8 +317,9 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
             return PolicyBackend(resolved, [PermissionPolicy(self.permissions)])
         return resolved
 
-    def _update(self, state: Any, reads: dict[str, ReadResult]) -> MemoryStateUpdate | None:
-        """The state update for what was read: each key only when it changed."""
+    def _update(self, state: Any, reads: dict[str, ReadResult]) -> dict[str, Any] | None:
+        """The state update for what was read (a `MemoryStateUpdate`): each key only when
+        it changed."""
         contents: dict[str, str] = {}
         notes: dict[str, str] = {}
         for path, read in reads.items():
@@ -331,7 +332,7 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
                 notes[path] = loaded.get("note", EMPTY_NOTE)
         versions = _versions(reads)
         previous = state if isinstance(state, Mapping) else {}
-        update = MemoryStateUpdate()
+        update: dict[str, Any] = {}
         if previous.get("memory_contents") != contents:
             update["memory_contents"] = contents
         if previous.get("memory_notes") != notes:
@@ -353,7 +354,7 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         state: MemoryState,
         runtime: Runtime | None = None,
         config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
-    ) -> MemoryStateUpdate | None:
+    ) -> dict[str, Any] | None:
         """Read every source and keep the result in state (only what changed).
 
         `None` when nothing changed since the previous run, or when the caller already put
@@ -369,7 +370,7 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         state: MemoryState,
         runtime: Runtime | None = None,
         config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
-    ) -> MemoryStateUpdate | None:
+    ) -> dict[str, Any] | None:
         """Async `before_agent`, on the backend's async `aread`."""
         if self._given_by_caller(state):
             return None

@@ -488,10 +488,11 @@ def create_sub_agent(
     if spec.get("interrupt_on"):
         from langchain.agents.middleware import HumanInTheLoopMiddleware
 
-        middleware.append(HumanInTheLoopMiddleware(interrupt_on=spec["interrupt_on"]))
+        gated = dict(spec.get("interrupt_on") or {})
+        middleware.append(HumanInTheLoopMiddleware(interrupt_on=gated))
     return create_agent(
-        resolve_model(spec["model"]),
-        tools=list(spec["tools"]),
+        resolve_model(spec.get("model")),
+        tools=list(spec.get("tools") or []),
         system_prompt=spec.get("system_prompt") or None,
         middleware=middleware,
         response_format=(
