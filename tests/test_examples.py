@@ -69,7 +69,7 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "human_in_the_loop": [
         "needs review: delete_file({'path': '/logs/app.log'}) "
-        "allowed=['approve', 'edit', 'reject']",
+        "allowed=['approve', 'edit', 'reject', 'respond']",
         "allowed=['approve', 'reject']",
         "- delete_file: Deleted /logs/app.log",
         "- send_email: not done (User rejected the tool call",
@@ -218,7 +218,7 @@ EXAMPLES: dict[str, list[str]] = {
     "subagent_interrupts": [
         "[approve] main agent's read_file ran unreviewed: Contents of /logs/app.log",
         "[approve] paused: read_file({'path': '/logs/old.log'}) "
-        "allowed=['approve', 'edit', 'reject']",
+        "allowed=['approve', 'edit', 'reject', 'respond']",
         "[approve] resumed -> Done. file-manager: Contents of /logs/old.log",
         "[edit] resumed -> Done. file-manager: Contents of /logs/archive/old.log",
         "[reject] resumed -> Done. file-manager: User rejected the tool call for `read_file`",
@@ -523,7 +523,7 @@ def test_human_in_the_loop_main():
     clean_up = outcome["clean_up"]
     (review,) = clean_up["reviews"]
     assert [r["name"] for r in review["requests"]] == ["delete_file", "send_email"]
-    assert review["requests"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert review["requests"][0]["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
     assert review["requests"][1]["allowed_decisions"] == ["approve", "reject"]
     assert [d["type"] for d in review["decisions"]] == ["approve", "reject"]
     assert not clean_up["interrupts_left"]
@@ -547,12 +547,12 @@ def test_human_in_the_loop_main():
     assert not free_space["interrupts_left"]
 
 
-def test_human_in_the_loop_requires_a_checkpointer():
+def test_human_in_the_loop_warns_without_a_checkpointer():
     from fathom import create_deep_agent
     from fathom.testing import ScriptedModel
 
     example = load("human_in_the_loop")
-    with pytest.raises(ValueError, match="checkpointer"):
+    with pytest.warns(UserWarning, match="checkpointer"):
         create_deep_agent(
             model=ScriptedModel(policy=example.ops_policy),
             tools=[example.delete_file],

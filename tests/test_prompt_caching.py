@@ -93,7 +93,7 @@ def test_memory_add_cache_control_marks_the_block_ending_with_memory_for_claude(
     assert isinstance(content, list)
     marked = [block for block in content if "cache_control" in block]
     assert len(marked) == 1 and marked[0]["cache_control"] == {"type": "ephemeral"}
-    assert marked[0]["text"].endswith("Answer in English.\n</memory_file>")
+    assert marked[0]["text"].endswith("Answer in English.\n</memory_file>\n</agent_memory>")
     assert content[-1]["text"] == "\n\nTurn 1."  # what changes follows the breakpoint
     unmarked = _memory_agent_prompt(claude, add_cache_control=False)
     assert "".join(block["text"] for block in content) == unmarked  # same text

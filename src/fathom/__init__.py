@@ -98,6 +98,7 @@ __all__ = [
     "SubAgent",
     "SubAgentMiddleware",
     "ThreadBusyError",
+    "__version__",
     "afinish_pending_step",
     "create_deep_agent",
     "create_file_data",

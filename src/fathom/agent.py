@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+import weakref
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents import create_agent
@@ -40,10 +42,15 @@ from fathom.middleware.human_in_the_loop import (
     HumanInTheLoopMiddleware,
     check_tool_names,
     gated_tools,
+    with_gate,
 )
 from fathom.middleware.memory import MemoryMiddleware
 from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
-from fathom.middleware.permissions import FilesystemPermission
+from fathom.middleware.permissions import (
+    FilesystemPermission,
+    gated_by_approval,
+    interrupt_on_from_permissions,
+)
 from fathom.middleware.planning import PlanningMiddleware
 from fathom.middleware.skills import SkillsMiddleware
 from fathom.middleware.subagents import (
@@ -150,19 +157,63 @@ def _merged_by_name(
 def _hitl(
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
     has_checkpointer: bool,
-    who: str,
+    permissions: Sequence[FilesystemPermission] | None = None,
 ) -> list[AgentMiddleware]:
-    if not interrupt_on:
+    """The approval middleware for `interrupt_on` and the `interrupt` rules of `permissions`
+    (none when neither pauses anything)."""
+    merged = with_gate(interrupt_on, interrupt_on_from_permissions(permissions or []))
+    if not merged:
         return []
-    hitl = HumanInTheLoopMiddleware(interrupt_on)
+    hitl = HumanInTheLoopMiddleware(merged)
     if gated_tools(hitl.interrupt_on) and not has_checkpointer:
-        raise ValueError(
-            f"interrupt_on{who} needs a checkpointer to pause and resume the run. Pass "
-            "checkpointer=InMemorySaver() (from langgraph.checkpoint.memory) or a "
-            "SqliteSaver / PostgresSaver; inside a parent graph that has one, pass "
-            "checkpointer=True."
+        # not an error: a LangGraph server (`langgraph dev`, a deployment) supplies the
+        # checkpointer of a graph compiled without one. One text for the agent and its
+        # subagents, so the warning shows once.
+        warnings.warn(
+            "interrupt_on (or an 'interrupt' permission) pauses the run for approval, which "
+            "needs a checkpointer. "
+            "Pass checkpointer=InMemorySaver() (from langgraph.checkpoint.memory) or a "
+            "SqliteSaver / PostgresSaver, or checkpointer=True inside a parent graph that "
+            "has one, unless a LangGraph server supplies it; without one the first "
+            "approval fails.",
+            stacklevel=3,
         )
     return [hitl]
+
+
+_TREE_TOOL_NAMES: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+"""The tools of each agent `create_deep_agent` built and of its subagents, all the way down."""
+
+
+def _tool_names_of(runnable: Any) -> set[str] | None:
+    """The names of the tools a compiled agent graph and its subagents run, or `None` when
+    they cannot be told (a runnable that is not an agent graph)."""
+    try:
+        known = _TREE_TOOL_NAMES.get(runnable)
+    except TypeError:  # not weakly referable
+        known = None
+    if known is not None:
+        return set(known)
+    nodes = getattr(runnable, "nodes", None)
+    if not isinstance(nodes, Mapping):
+        return None
+    names: set[str] = set()
+    for node in nodes.values():
+        tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+        if isinstance(tools, Mapping):
+            names.update(str(name) for name in tools)
+    return names
+
+
+def _subagent_tool_names(compiled: Sequence[CompiledSubAgent]) -> set[str] | None:
+    """The tools of every subagent (`None` when one of them has tools that cannot be told)."""
+    names: set[str] = set()
+    for subagent in compiled:
+        found = _tool_names_of(subagent["runnable"])
+        if found is None:
+            return None
+        names |= found
+    return names
 
 
 def _build_graph(
@@ -178,6 +229,7 @@ def _build_graph(
     state_schema: type[Any] | None = None,
     general_purpose: GeneralPurposeSubagentProfile | None = None,
     prompt_addendum: str | None = None,
+    subagent_tool_names: Collection[str] | None = (),
     **create_agent_options: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The agent graph for one agent (main or subagent) around LangChain's `create_agent`.
@@ -189,7 +241,10 @@ def _build_graph(
 
     `interrupt_on` is the part of the approval configuration given for this agent itself;
     its names are checked against every tool the agent ends up with (its own tools and
-    those of its middleware), so a misspelled name fails here instead of approving nothing.
+    those of its middleware) and the tools of its subagents (`subagent_tool_names`: the
+    subagents inherit `interrupt_on`; `None` when one of them is a runnable whose tools
+    cannot be told, and then only the agent's own tools are known), so a misspelled name
+    fails here instead of approving nothing.
 
     `create_agent_options` (`response_format`, `context_schema`, `checkpointer`, `store`,
     `debug`, `name`, `cache`) go to `create_agent` as they are.
@@ -207,10 +262,15 @@ def _build_graph(
     stack = [*profiled, *approval, PatchToolCallsMiddleware(), PromptAssemblyMiddleware()]
     if not any(m.name == UnsupportedContentMiddleware.__name__ for m in stack):
         stack.append(UnsupportedContentMiddleware())  # innermost: judges the model called
-    if interrupt_on:
+    if interrupt_on and subagent_tool_names is not None:
+        # (with a subagent whose tools are unknown, any name may be one of its tools)
         offered = [*(tools or []), *(t for m in stack for t in getattr(m, "tools", None) or ())]
-        names = {tool_name(t) for t in offered}
-        check_tool_names(interrupt_on, names - {""}, who)
+        names = {tool_name(t) for t in offered} - {""}
+        owners = "The agent's tools are"
+        if set(subagent_tool_names) - names:
+            names |= set(subagent_tool_names)
+            owners = "The tools of the agent and its subagents are"
+        check_tool_names(interrupt_on, names, who, owners)
     agent = create_agent(
         model,
         tools=list(tools or []),
@@ -250,10 +310,13 @@ def _core_middleware(
     return [
         ToolArgsFromMessagesMiddleware(),
         *([PlanningMiddleware()] if planning else []),
-        *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions)]
+        # a cache breakpoint after memory for Anthropic models, as in the reference
+        *([MemoryMiddleware(backend=backend, sources=memory, permissions=permissions,
+                            add_cache_control=True)]
           if memory else []),
         *([SkillsMiddleware(backend=backend, sources=skills)] if skills else []),
-        FilesystemMiddleware(backend=backend, permissions=permissions),
+        # the `interrupt` rules pause through the approval gate `_hitl` adds for them
+        FilesystemMiddleware(backend=backend, permissions=gated_by_approval(permissions or [])),
         *([ExecuteMiddleware(backend=backend)] if _offers_execute(backend, permissions) else []),
         *_prompt_caching_middleware(),
         SummarizationMiddleware(backend=backend),
@@ -346,7 +409,7 @@ def _compile_subagents(
                 prompt_addendum=spec.get("system_prompt") if fork else None,
                 core=core,
                 middleware=own,
-                approval=_hitl(sub_interrupt_on, has_checkpointer, who),
+                approval=_hitl(sub_interrupt_on, has_checkpointer, rules),
                 response_format=spec.get("response_format"),
                 context_schema=context_schema,
                 # no checkpointer or store: a subgraph uses the parent's
@@ -453,14 +516,19 @@ def create_deep_agent(
         memory: `AGENTS.md`-style files on the backend, loaded into the system prompt at
             the start of every run; the agent may edit them.
         permissions: Ordered `FilesystemPermission` rules for the file tools, checked
-            before the backend is touched: first match wins, no match allows.
+            before the backend is touched: first match wins, no match allows. An
+            `"interrupt"` rule pauses the file tool call for approval, as an `interrupt_on`
+            entry would (its decisions: approve, edit, reject, respond).
         backend: Where files live: a backend or a factory `(runtime) -> backend`.
             Defaults to `StateBackend()`. Subagents share it. A backend that runs commands
             (`LocalShellBackend`, `BubblewrapSandbox`, a `SandboxScope`) adds `execute`.
-        interrupt_on: Tool name → `True` (approve / edit / reject), `False`, or an
-            `InterruptOnConfig`. Needs `checkpointer`. Subagents inherit it. Every key
-            must name one of the agent's tools (its `tools`, the file tools, `write_todos`,
-            `task`, `execute` when the backend runs commands); a misspelled one raises.
+        interrupt_on: Tool name → `True` (approve / edit / reject / respond), `False`, or
+            an `InterruptOnConfig`. Needs a checkpointer (`checkpointer`, or one a
+            LangGraph server supplies; without either, a warning). Subagents built from
+            specs inherit it (a spec's own entries override the inherited ones). Every key
+            must name one of the tools of the agent (its `tools`, the file tools,
+            `write_todos`, `task`, `execute` when the backend runs commands) or of its
+            subagents; a misspelled one raises.
         response_format: A schema (pydantic model, dataclass, TypedDict, JSON schema) or a
             LangChain response format; the validated result is `structured_response`.
         state_schema: A `TypedDict` that extends `fathom.state.DeepAgentState` with the
@@ -498,9 +566,8 @@ def create_deep_agent(
 
     Raises:
         ModelNotConfiguredError: no model given and `FATHOM_MODEL` unset.
-        ValueError: `interrupt_on` (the agent's or a subagent's) without a checkpointer, a
-            bad `interrupt_on` entry, an `interrupt_on` key that is not one of the agent's
-            tools (a subagent's own keys: not one of the subagent's tools), or a bad
+        ValueError: a bad `interrupt_on` entry, an `interrupt_on` key that no agent of the
+            tree has (a subagent's own keys: not one of the subagent's tools), or a bad
             subagent spec.
         NotImplementedError: `permissions` on paths served by a backend that can run
             shell commands.
@@ -509,7 +576,7 @@ def create_deep_agent(
     chat_model = resolve_model(model)
     backend = adopt(backend) if backend is not None else None  # a foreign one, wrapped once
     core = _core_middleware(backend, permissions, memory=memory, skills=skills)
-    approval = _hitl(interrupt_on, checkpointer is not None, "")
+    approval = _hitl(interrupt_on, checkpointer is not None, permissions)
     budget_root, budget_gate = _budget(budget, chat_model, subagents or [])
     compiled = _compile_subagents(
         subagents or [],
@@ -528,6 +595,8 @@ def create_deep_agent(
         memory=memory,
         gate=budget_gate,
     )
+    # the subagents inherit `interrupt_on`: a name one of them has is not a typo
+    subagent_tools = _subagent_tool_names(compiled)
     task_middleware = SubAgentMiddleware(compiled) if compiled else None
     if task_middleware is not None:
         core = _with_task_tool(core, task_middleware)
@@ -560,10 +629,15 @@ def create_deep_agent(
         cache=cache,
         interrupt_on=interrupt_on,
         state_schema=state_schema,
+        subagent_tool_names=subagent_tools,
     )
     _add_tracing(graph)
     # one run per thread at a time: a second one would overwrite the first's turn
-    return ThreadGuardedGraph.from_graph(graph) if checkpointer is not None else graph
+    agent = ThreadGuardedGraph.from_graph(graph) if checkpointer is not None else graph
+    own = _tool_names_of(graph) or set()
+    if subagent_tools is not None:
+        _TREE_TOOL_NAMES[agent] = frozenset(own | subagent_tools)
+    return agent
 
 
 def _add_tracing(graph: Any) -> None:

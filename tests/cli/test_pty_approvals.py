@@ -214,7 +214,8 @@ def test_fathom_approve_lists_approves_and_rejects(fathom_project: FathomProject
     assert [(c["index"], c["name"], c["args"]["file_path"]) for c in calls] == [
         (0, "write_file", "/one.txt"), (1, "write_file", "/two.txt")]
     assert len({c["interrupt_id"] for c in calls}) == 1 and calls[0]["interrupt_id"]
-    assert all(c["allowed_decisions"] == ["approve", "edit", "reject"] for c in calls)
+    assert all(c["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
+               for c in calls)
 
     listed = fp.run("approve", thread)
     assert listed.returncode == 3, listed.stderr

@@ -53,7 +53,7 @@ def _tool_results(state):
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
 
-def test_true_pauses_with_the_three_reference_decisions_and_approve_runs_the_tool():
+def test_true_pauses_with_the_four_reference_decisions_and_approve_runs_the_tool():
     agent, _ = _agent(
         [ai("", tool_call("delete_file", {"path": "/tmp/a"})), ai("deleted it")],
         {"delete_file": True},
@@ -64,7 +64,8 @@ def test_true_pauses_with_the_three_reference_decisions_and_approve_runs_the_too
     assert value["action_requests"][0]["name"] == "delete_file"
     assert value["action_requests"][0]["args"] == {"path": "/tmp/a"}
     assert value["review_configs"] == [
-        {"action_name": "delete_file", "allowed_decisions": ["approve", "edit", "reject"]}
+        {"action_name": "delete_file",
+         "allowed_decisions": ["approve", "edit", "reject", "respond"]}
     ]
     done = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
     assert DELETED == ["/tmp/a"]

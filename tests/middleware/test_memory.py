@@ -152,13 +152,24 @@ def test_private_state_key_is_not_in_the_output():
         middleware=[MemoryMiddleware(sources=["/AGENTS.md"])],
     )
     result = agent.invoke(user("hello"))
-    assert "memory_files" not in result
+    assert "memory_contents" not in result
+    assert "memory_notes" not in result
 
 
-def test_no_sources_adds_no_section():
+def test_no_sources_shows_that_no_memory_was_loaded():
+    # as in the reference: the section is there, with its "no memory" marker
     model = ScriptedModel(replies=[ai("hi")])
     agent = create_deep_agent(model, middleware=[MemoryMiddleware(sources=[])])
     agent.invoke(user("hello"))
+    assert "<agent_memory>\n(No memory loaded)\n</agent_memory>" in model.requests[0].system_prompt
+
+
+def test_system_prompt_none_adds_no_section():
+    model = ScriptedModel(replies=[ai("hi")])
+    agent = create_deep_agent(
+        model, middleware=[MemoryMiddleware(sources=["/AGENTS.md"], system_prompt=None)]
+    )
+    agent.invoke({**user("hello"), "files": {"/AGENTS.md": create_file_data("Be brief.")}})
     assert GUIDANCE_HEAD not in model.requests[0].system_prompt
 
 
@@ -200,15 +211,24 @@ def test_state_key_is_written_only_when_memory_changed():
     state = {"messages": [], "files": {"/AGENTS.md": create_file_data("v1")}}
     update = middleware.before_agent(state, Runtime())
     assert update == {
-        "memory_files": {"/AGENTS.md": {"content": "v1"}},
+        "memory_contents": {"/AGENTS.md": "v1"},
+        "memory_notes": {},
         "memory_versions": {"/AGENTS.md": file_version(create_file_data("v1"))},
     }
     assert middleware.before_agent({**state, **update}, Runtime()) is None
     changed = {**state, **update, "files": {"/AGENTS.md": create_file_data("v2")}}
     assert middleware.before_agent(changed, Runtime()) == {
-        "memory_files": {"/AGENTS.md": {"content": "v2"}},
+        "memory_contents": {"/AGENTS.md": "v2"},
         "memory_versions": {"/AGENTS.md": file_version(create_file_data("v2"))},
     }
+
+
+def test_memory_the_caller_put_in_state_is_used_as_it_is():
+    # the reference skips loading when `memory_contents` is already there
+    middleware = MemoryMiddleware(sources=["/AGENTS.md"])
+    state = {"messages": [], "memory_contents": {"/AGENTS.md": "given"},
+             "files": {"/AGENTS.md": create_file_data("on disk")}}
+    assert middleware.before_agent(state, Runtime(), {}) is None
 
 
 def test_unchanged_memory_writes_nothing_on_later_runs():
@@ -230,7 +250,8 @@ def test_unchanged_memory_writes_nothing_on_later_runs():
 
     assert memory_updates(start) == [
         {
-            "memory_files": {"/AGENTS.md": {"content": "Be brief."}},
+            "memory_contents": {"/AGENTS.md": "Be brief."},
+            "memory_notes": {},
             "memory_versions": {"/AGENTS.md": file_version(create_file_data("Be brief."))},
         }
     ]

@@ -220,7 +220,8 @@ def test_interrupt_permission_asks_a_person(decision: str) -> None:
     paused = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
     (pending,) = paused["__interrupt__"]
     (action,) = pending.value["action_requests"]
-    assert action["name"] == "write" and action["args"]["path"] == "/secret/a.txt"
+    # the reference's request shape: the file tool's name and its path argument
+    assert action["name"] == "write_file" and action["args"]["file_path"] == "/secret/a.txt"
     assert "/secret/a.txt" not in paused.get("files", {})
     result = agent.invoke(Command(resume={"decisions": [{"type": decision}]}), config)
     answer = next(m for m in result["messages"] if m.type == "tool")

@@ -22,7 +22,7 @@ from langgraph.store.memory import InMemoryStore
 
 from fathom import create_deep_agent
 from fathom.backends import CompositeBackend, FilesystemBackend, StateBackend, StoreBackend
-from fathom.backends.protocol import LsResult, ReadResult
+from fathom.backends.protocol import FileDownloadResponse, LsResult, ReadResult
 from fathom.backends.utils import create_file_data
 from fathom.middleware.filesystem import FilesystemMiddleware
 from fathom.middleware.skills import (
@@ -373,7 +373,7 @@ def test_a_skill_over_10_mib_is_skipped_on_disk(tmp_path):
 
 def test_a_source_the_backend_refuses_warns(tmp_path):
     backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    with pytest.warns(SkillWarning, match=r"Skipped skill source `/\.\./skills/"):
+    with pytest.warns(SkillWarning, match=r"Cannot load skills from '/\.\./skills/'"):
         assert load(backend, ["/../skills/"]) == []
 
 
@@ -531,7 +531,8 @@ def test_the_catalogue_is_written_only_when_it_changes():
         ]
 
     assert hook_updates("one", {"files": stored}) == [
-        {SKILLS_STATE_KEY: load(StateBackend(), ["/skills/"], {"files": stored})}
+        {SKILLS_STATE_KEY: load(StateBackend(), ["/skills/"], {"files": stored}),
+         "skills_load_errors": []}
     ]
     assert hook_updates("two") == [None]  # same catalogue: nothing written
     more = files({"/skills/langgraph-docs/SKILL.md": DOCS})
@@ -583,6 +584,14 @@ class RecordingStore(StoreBackend):
         self.calls.append("aread")
         return await super().aread(file_path, offset, limit)
 
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        self.calls.append("download_files")
+        return super().download_files(paths)
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        self.calls.append("adownload_files")
+        return await super().adownload_files(paths)
+
 
 async def test_ainvoke_loads_through_the_async_backend_methods():
     store = InMemoryStore()
@@ -597,9 +606,10 @@ async def test_ainvoke_loads_through_the_async_backend_methods():
     assert "web-search (`/skills/web-search/SKILL.md`)" in model.requests[0].system_prompt
     assert "BODY OF WEB-SEARCH" in model.requests[1].messages[-1].content
     assert result["messages"][-1].content == "async done"
-    # loading: one listing per source and one read per skill folder, all async
-    assert backend.calls[:5] == ["als", "aread", "aread", "als", "aread"]
-    assert "ls" not in backend.calls and "read" not in backend.calls
+    # loading: one listing per source and one download of its SKILL.md files, all async;
+    # then the model's read_file
+    assert backend.calls[:4] == ["als", "adownload_files", "als", "aread"]
+    assert "ls" not in backend.calls and "download_files" not in backend.calls
 
 
 def test_a_backend_factory_is_called_for_the_hook(tmp_path):

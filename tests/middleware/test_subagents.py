@@ -206,7 +206,7 @@ def test_bad_specs_are_refused_at_construction():
         create_deep_agent(
             model, subagents=[{"name": "g", "description": "d", "runnable": other.compile()}]
         )
-    with pytest.raises(ValueError, match="checkpointer"):
+    with pytest.warns(UserWarning, match="checkpointer"):
         create_deep_agent(
             model,
             subagents=[{"name": "a", "description": "d", "system_prompt": "p",
@@ -775,10 +775,10 @@ def test_the_general_purpose_subagent_inherits_skills_and_others_bring_their_own
 def test_private_keys_are_derived_from_the_state_schemas():
     from fathom.middleware.subagents import _PRIVATE_KEYS
 
-    assert {"messages", "todos", "memory_files", "skills_metadata", "compact_requested",
-            "structured_response", "jump_to", "remaining_steps"} <= _PRIVATE_KEYS  # fmt: skip
+    assert {"messages", "todos", "memory_contents", "memory_notes", "skills_metadata",
+            "compact_requested", "structured_response", "jump_to",
+            "remaining_steps"} <= _PRIVATE_KEYS  # fmt: skip
     assert "files" not in _PRIVATE_KEYS
-    assert "memory_contents" not in _PRIVATE_KEYS  # no such key: the memory is memory_files
 
 
 def test_a_subagent_neither_sees_nor_overwrites_its_parents_plan():

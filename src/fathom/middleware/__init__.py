@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fathom.middleware.human_in_the_loop import HumanInTheLoopMiddleware
     from fathom.middleware.memory import MemoryMiddleware
     from fathom.middleware.patch_tool_calls import PatchToolCallsMiddleware
+    from fathom.middleware.permissions import FilesystemPermission
     from fathom.middleware.planning import PlanningMiddleware
     from fathom.middleware.rubric import (
         GRADER_SYSTEM_PROMPT,
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
         RubricResult,
         RubricState,
     )
-    from fathom.middleware.skills import SkillsMiddleware
-    from fathom.middleware.subagents import SubAgentMiddleware
+    from fathom.middleware.skills import SkillMetadata, SkillsMiddleware, SkillsState
+    from fathom.middleware.subagents import CompiledSubAgent, SubAgent, SubAgentMiddleware
     from fathom.middleware.unsupported_content import UnsupportedContentMiddleware
+
+    DEEPAGENTS_DEFAULT_SUMMARY_PROMPT: str
 
 _WHERE = {
     "fathom.middleware.async_subagents.middleware": ("AsyncSubAgentMiddleware",),
@@ -47,9 +50,10 @@ _WHERE = {
     "fathom.middleware.human_in_the_loop": ("HumanInTheLoopMiddleware",),
     "fathom.middleware.memory": ("MemoryMiddleware",),
     "fathom.middleware.patch_tool_calls": ("PatchToolCallsMiddleware",),
+    "fathom.middleware.permissions": ("FilesystemPermission",),
     "fathom.middleware.planning": ("PlanningMiddleware",),
-    "fathom.middleware.skills": ("SkillsMiddleware",),
-    "fathom.middleware.subagents": ("SubAgentMiddleware",),
+    "fathom.middleware.skills": ("SkillMetadata", "SkillsMiddleware", "SkillsState"),
+    "fathom.middleware.subagents": ("CompiledSubAgent", "SubAgent", "SubAgentMiddleware"),
     "fathom.middleware.context.summarization": (
         "SummarizationMiddleware", "SummarizationToolMiddleware",
         "create_summarization_tool_middleware",
@@ -65,17 +69,20 @@ _WHERE = {
 }
 
 __all__ = [
+    "DEEPAGENTS_DEFAULT_SUMMARY_PROMPT",
     "GRADER_SYSTEM_PROMPT",
     "RUBRIC_GRADER_MESSAGE_SOURCE",
     "AsyncSubAgent",
     "AsyncSubAgentMiddleware",
     "AsyncTask",
     "CodeInterpreterMiddleware",
+    "CompiledSubAgent",
     "CriterionEval",
     "CriterionFail",
     "CriterionPass",
     "ExecuteMiddleware",
     "FilesystemMiddleware",
+    "FilesystemPermission",
     "GraderResponse",
     "GraderVerdict",
     "HumanInTheLoopMiddleware",
@@ -86,7 +93,10 @@ __all__ = [
     "RubricMiddleware",
     "RubricResult",
     "RubricState",
+    "SkillMetadata",
     "SkillsMiddleware",
+    "SkillsState",
+    "SubAgent",
     "SubAgentMiddleware",
     "SummarizationMiddleware",
     "SummarizationToolMiddleware",
@@ -97,4 +107,14 @@ __all__ = [
 
 # Each name is imported on first use, so importing one middleware module does not load them
 # all (`CodeInterpreterMiddleware` also needs `fathom[code]`).
-__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+_lazy_getattr, __dir__ = lazy_exports(__name__, _WHERE)
+
+
+def __getattr__(name: str) -> object:
+    # the reference's name of the default summary prompt: the same string object
+    if name == "DEEPAGENTS_DEFAULT_SUMMARY_PROMPT":
+        from fathom.middleware.context.summarization import SUMMARY_PROMPT
+
+        globals()[name] = SUMMARY_PROMPT
+        return SUMMARY_PROMPT
+    return _lazy_getattr(name)

@@ -1,13 +1,14 @@
 """Human approval before sensitive tool calls, on LangChain's `HumanInTheLoopMiddleware`.
 
-fathom adds two things: `True` means the reference's three decisions (approve, edit,
-reject), and a short prompt section tells the model which tools wait for a person.
+fathom adds a short prompt section that tells the model which tools wait for a person.
+`True` allows every decision LangChain knows (approve, edit, reject, respond), as in the
+reference.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware as _LangChainHITL
@@ -23,10 +24,11 @@ __all__ = [
     "check_tool_names",
     "normalize_interrupt_on",
     "unknown_tools_message",
+    "with_gate",
 ]
 
-DEFAULT_DECISIONS = ("approve", "edit", "reject")
-"""The decisions `interrupt_on={tool: True}` allows, as in the reference API."""
+DEFAULT_DECISIONS = ("approve", "edit", "reject", "respond")
+"""The decisions `interrupt_on={tool: True}` allows: LangChain's four, as in the reference."""
 
 _VALID_DECISIONS = {"approve", "edit", "reject", "respond"}
 
@@ -67,9 +69,14 @@ def normalize_interrupt_on(
     return normalized
 
 
-def unknown_tools_message(unknown: Iterable[str], known: Collection[str], where: str) -> str:
+def unknown_tools_message(
+    unknown: Iterable[str],
+    known: Collection[str],
+    where: str,
+    owners: str = "The agent's tools are",
+) -> str:
     """The error for tool names that are not among `known`: names each typo, suggests the
-    closest real name, and lists every tool the agent has."""
+    closest real name, and lists every tool the agent has (`owners` heads that list)."""
     unknown = sorted(unknown)
     hints = []
     for name in unknown:
@@ -83,26 +90,60 @@ def unknown_tools_message(unknown: Iterable[str], known: Collection[str], where:
     return (
         f"{where} names {'an unknown tool' if len(unknown) == 1 else 'unknown tools'}: "
         f"{', '.join(hints)}. An entry for a tool the agent does not have gates nothing, "
-        "so the tool it was meant for would run without approval. The agent's tools are: "
+        f"so the tool it was meant for would run without approval. {owners}: "
         f"{', '.join(sorted(known)) or '(none)'}."
     )
 
 
 def check_tool_names(
-    interrupt_on: Mapping[str, object], tool_names: Collection[str], who: str = ""
+    interrupt_on: Mapping[str, object],
+    tool_names: Collection[str],
+    who: str = "",
+    owners: str = "The agent's tools are",
 ) -> None:
     """Refuse `interrupt_on` keys that are not tools of the agent.
 
     A misspelled key (`"wrte_file"`) would leave the real tool running without approval,
     with nothing to show for it; so an unknown name is a construction error, `False`
-    entries included.
+    entries included. `tool_names` holds every tool the entries can reach (an agent's
+    subagents inherit its `interrupt_on`, so theirs count too); `owners` says whose they are.
 
     Raises:
         ValueError: naming the unknown keys and listing `tool_names`.
     """
     unknown = [name for name in interrupt_on if name not in tool_names]
     if unknown:
-        raise ValueError(unknown_tools_message(unknown, tool_names, f"interrupt_on{who}"))
+        raise ValueError(
+            unknown_tools_message(unknown, tool_names, f"interrupt_on{who}", owners)
+        )
+
+
+def _either(first: Callable[[Any], bool], second: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def when(request: Any) -> bool:
+        return bool(first(request)) or bool(second(request))
+
+    return when
+
+
+def with_gate(
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
+    gate: Mapping[str, InterruptOnConfig],
+) -> dict[str, bool | InterruptOnConfig]:
+    """`interrupt_on` with the entries of a permission gate (`interrupt_on_from_permissions`).
+
+    A tool the caller configured keeps the caller's decisions, and still pauses wherever the
+    gate does: `True` or a config without `when` already pauses on every call; a config
+    with its own `when` pauses when either predicate says so; `False` (which would let the
+    call through) gives way to the gate, since an `interrupt` rule names exactly these paths.
+    """
+    merged: dict[str, bool | InterruptOnConfig] = dict(interrupt_on or {})
+    for tool, entry in gate.items():
+        own = merged.get(tool)
+        if own is None or own is False:
+            merged[tool] = entry
+        elif isinstance(own, Mapping) and "when" in own and "when" in entry:
+            merged[tool] = InterruptOnConfig(**{**own, "when": _either(own["when"], entry["when"])})
+    return merged
 
 
 def gated_tools(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> list[str]:

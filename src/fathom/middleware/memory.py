@@ -1,28 +1,33 @@
 """Memory: `AGENTS.md`-style files loaded into the system prompt at the start of every run.
 
 Long-term memory is files. `MemoryMiddleware` reads its `sources` through a backend when a
-run starts (`before_agent`), keeps what it read in a private state key, and puts the files,
-in the order given, into a stable `memory` section of the system prompt together with short
-guidance on keeping them up to date. The agent changes memory with the ordinary file tools
-(`edit_file`, `write_file`); because the files are read again at the start of each run, a
-change shows in the prompt from the next run on — in another thread too, when the file
-lives in a store (`StoreBackend`, or a `CompositeBackend` route such as `/memories/`).
+run starts (`before_agent`), keeps their text in the private state key `memory_contents`
+(path -> text, as in the reference), and puts the files, in the order given, into a stable
+`memory` section of the system prompt, inside `<agent_memory>` tags, after short guidance
+on keeping them up to date. A source that was not loaded (missing, binary, too large,
+unreadable) is named with the reason, so the agent knows where its memory lives. The agent
+changes memory with the ordinary file tools (`edit_file`, `write_file`); because the files
+are read again at the start of each run, a change shows in the prompt from the next run on
+— in another thread too, when the file lives in a store (`StoreBackend`, or a
+`CompositeBackend` route such as `/memories/`).
 
 Within a run the section does not change, so the prompt prefix stays cacheable.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, Optional
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
     PrivateStateAttr,
 )
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -41,15 +46,24 @@ from fathom.backends.utils import text_view
 from fathom.backends.versions import ABSENT
 from fathom.middleware.filesystem.answers import describe_error
 from fathom.middleware.permissions import FilesystemPermission, PermissionPolicy
-from fathom.prompt import PromptSection, SectionPromptMixin, check_prompt_template
+from fathom.prompt import (
+    AssembledSystemMessage,
+    PromptSection,
+    SectionPromptMixin,
+    check_prompt_template,
+    sections_of,
+)
 from fathom.state import FilesState
 
 __all__ = [
     "MAX_MEMORY_FILE_BYTES",
     "MEMORY_GUIDANCE",
+    "MEMORY_SYSTEM_PROMPT",
+    "NO_MEMORY_NOTE",
     "MemoryFile",
     "MemoryMiddleware",
     "MemoryState",
+    "MemoryStateUpdate",
     "render_memory",
 ]
 
@@ -62,12 +76,24 @@ MEMORY_GUIDANCE = """## Memory
 These files are your long-term memory, loaded at the start of this run: follow them as standing instructions and facts about the user and the project. When the user states a lasting preference, corrects you, or tells you something that will matter in later conversations, update the relevant file with `edit_file` (or `write_file` for one not created yet) before you reply; changes take effect from the next run. Keep entries short and general, and never store secrets such as passwords, API keys or tokens."""  # noqa: E501
 """The guidance that heads the `memory` prompt section."""
 
-MEMORY_SYSTEM_PROMPT = MEMORY_GUIDANCE.rstrip("\n") + "\n\n{agent_memory}"
+_MEMORY_BLOCK = "<agent_memory>\n{agent_memory}\n</agent_memory>"
+
+MEMORY_SYSTEM_PROMPT = MEMORY_GUIDANCE.rstrip("\n") + "\n\n" + _MEMORY_BLOCK
 """The default `system_prompt` template: the guidance, then the memory files in place of
-`{agent_memory}` (with the default, the `guidance=` argument gives the heading)."""
+`{agent_memory}`, inside `<agent_memory>` tags (with the default, the `guidance=` argument
+gives the heading)."""
 
 NOT_CREATED_NOTE = "(not created yet; create it with write_file when there is something to keep)"
 EMPTY_NOTE = "(empty)"
+NO_MEMORY_NOTE = "(No memory loaded)"
+"""What `{agent_memory}` holds when no source has anything to show (the reference's marker)."""
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def strip_html_comments(text: str) -> str:
+    """`text` without its `<!-- ... -->` comments (markers tools leave in memory files)."""
+    return _HTML_COMMENT.sub("", text)
 
 Backend = BackendProtocol | Callable[[Any], BackendProtocol]
 
@@ -86,7 +112,12 @@ class MemoryState(FilesState):
     and the `files` channel a `StateBackend` reads them from (so the middleware works on
     its own under `create_agent`)."""
 
-    memory_files: NotRequired[Annotated[dict[str, MemoryFile], PrivateStateAttr]]
+    memory_contents: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
+    """The text of each source that was loaded, by path (the reference's key)."""
+    memory_notes: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
+    """Why a source shows no text, by path: not created yet, empty, binary, too large,
+    unreadable. Written by every load, so it also tells a later run that memory was loaded
+    by an earlier one (and is read again) rather than given by the caller."""
     memory_versions: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
     """The version of each memory file as loaded (`ABSENT` for one not created yet), so a
     `write_file` based on what the prompt showed is refused when another writer changed
@@ -148,19 +179,58 @@ def _versions(reads: Mapping[str, ReadResult]) -> dict[str, str]:
     return versions
 
 
+class MemoryStateUpdate(TypedDict):
+    """What `before_agent` returns when it loaded memory (each key only when it changed)."""
+
+    memory_contents: NotRequired[dict[str, str]]
+    memory_notes: NotRequired[dict[str, str]]
+    memory_versions: NotRequired[dict[str, str]]
+
+
+def _file_blocks(
+    sources: Sequence[str], files: Mapping[str, MemoryFile], absent: str | None
+) -> str:
+    """One `<memory_file>` block per source, in order; a source `files` lacks shows `absent`
+    (or is left out when `absent` is `None`). HTML comments are not shown."""
+    blocks: list[str] = []
+    for path in sources:
+        entry = files.get(path)
+        if entry is None:
+            if absent is None:
+                continue
+            entry = MemoryFile(note=absent)
+        text = strip_html_comments(entry.get("content", "")).strip("\n")
+        if text.strip():
+            body = text
+        elif "note" in entry or absent is not None:
+            body = entry.get("note", EMPTY_NOTE)
+        else:
+            continue  # loaded, but nothing to show (empty, or only comments)
+        blocks.append(f'<memory_file path="{path}">\n{body}\n</memory_file>')
+    return "\n\n".join(blocks)
+
+
 def render_memory(
     sources: Sequence[str], files: Mapping[str, MemoryFile], guidance: str = MEMORY_GUIDANCE
 ) -> str:
-    """The text of the `memory` section: `guidance`, then each source in order."""
-    parts = [guidance.strip("\n")] if guidance.strip() else []
-    for path in sources:
-        entry = files.get(path, MemoryFile(note="(not loaded in this run)"))
-        if "content" in entry:
-            body = entry["content"].strip("\n") or EMPTY_NOTE
-        else:
-            body = entry.get("note", EMPTY_NOTE)
-        parts.append(f'<memory_file path="{path}">\n{body}\n</memory_file>')
-    return "\n\n".join(parts)
+    """The text of the `memory` section: `guidance`, then each source in order (inside
+    `<agent_memory>` tags when there is guidance; a source missing from `files` is named as
+    not loaded in this run)."""
+    blocks = _file_blocks(sources, files, "(not loaded in this run)")
+    if not guidance.strip():
+        return blocks
+    return guidance.strip("\n") + "\n\n" + _MEMORY_BLOCK.replace(
+        "{agent_memory}", blocks or NO_MEMORY_NOTE
+    )
+
+
+def _memory_files(
+    contents: Mapping[str, str], notes: Mapping[str, str]
+) -> dict[str, MemoryFile]:
+    files: dict[str, MemoryFile] = {path: MemoryFile(note=note) for path, note in notes.items()}
+    for path, text in contents.items():
+        files[path] = MemoryFile(content=text, **({"note": notes[path]} if path in notes else {}))
+    return files
 
 
 class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any]):
@@ -179,8 +249,8 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         max_file_bytes: Larger files are skipped with a note instead of loaded.
         guidance: Replaces the guidance that heads the section.
         system_prompt: A template for the section with an `{agent_memory}` slot where the
-            files go (the default is the guidance, then the files); `None` adds no section
-            (the files are still loaded into state).
+            files go (the default is the guidance, then the files inside `<agent_memory>`
+            tags); `None` adds no section (the files are still loaded into state).
         add_cache_control: With an Anthropic chat model (`ChatAnthropic`), end the system
             prompt's text block after the memory section with a `cache_control:
             {"type": "ephemeral"}` marker: a second cache breakpoint next to the one
@@ -195,8 +265,8 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
 
     A missing file is not an error: the section names it as "not created yet", so the agent
     knows where to create it. Binary, oversized and unreadable files are named with the
-    reason they were not loaded. The state key `memory_files` is written only when what
-    was read differs from the previous run's.
+    reason they were not loaded; HTML comments in a file are left out of the prompt. Each
+    state key is written only when what was read differs from the previous run's.
     """
 
     state_schema = MemoryState
@@ -213,6 +283,10 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         add_cache_control: bool = False,
     ) -> None:
         super().__init__()
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(
+                f"system_prompt must be str or None, not {type(system_prompt).__name__}"
+            )
         check_prompt_template(
             system_prompt, "agent_memory", "the memory files", "keep memory out of the prompt"
         )
@@ -230,50 +304,112 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         # What a request shows before `before_agent` has loaded anything (never in practice).
         self.section = PromptSection("memory", "")
 
+    @property
+    def _backend(self) -> Backend:
+        """The backend (or factory) as given: the reference's attribute name."""
+        return self.backend
+
     # ------------------------------------------------------------------ loading
 
-    def _backend(self, state: Any, runtime: Runtime) -> BackendProtocol:
+    def _resolved_backend(self, state: Any, runtime: Runtime | None) -> BackendProtocol:
         resolved = resolve_backend(self.backend, HookRuntime(state, runtime))
         if self.permissions:
             return PolicyBackend(resolved, [PermissionPolicy(self.permissions)])
         return resolved
 
     def _update(self, state: Any, reads: dict[str, ReadResult]) -> dict[str, Any] | None:
-        """The state update for what was read: each key only when it changed."""
-        files = {path: _loaded(path, read, self.max_file_bytes) for path, read in reads.items()}
+        """The state update for what was read (a `MemoryStateUpdate`): each key only when
+        it changed."""
+        contents: dict[str, str] = {}
+        notes: dict[str, str] = {}
+        for path, read in reads.items():
+            loaded = _loaded(path, read, self.max_file_bytes)
+            if "content" in loaded:
+                contents[path] = loaded["content"]
+                if not strip_html_comments(loaded["content"]).strip():
+                    notes[path] = EMPTY_NOTE
+            else:
+                notes[path] = loaded.get("note", EMPTY_NOTE)
         versions = _versions(reads)
         previous = state if isinstance(state, Mapping) else {}
         update: dict[str, Any] = {}
-        if previous.get("memory_files") != files:
-            update["memory_files"] = files
+        if previous.get("memory_contents") != contents:
+            update["memory_contents"] = contents
+        if previous.get("memory_notes") != notes:
+            update["memory_notes"] = notes
         if versions and previous.get("memory_versions") != versions:
             update["memory_versions"] = versions
         return update or None
 
-    def before_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
-        """Read every source and keep the result in state (only when it changed)."""
-        backend = self._backend(state, runtime)
+    @staticmethod
+    def _given_by_caller(state: Any) -> bool:
+        """Whether `state` holds memory that no run of this middleware loaded (the caller
+        put `memory_contents` there): it is used as it is, as in the reference."""
+        return isinstance(state, Mapping) and "memory_contents" in state and (
+            "memory_notes" not in state
+        )
+
+    def before_agent(
+        self,
+        state: MemoryState,
+        runtime: Runtime | None = None,
+        config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
+    ) -> dict[str, Any] | None:
+        """Read every source and keep the result in state (only what changed).
+
+        `None` when nothing changed since the previous run, or when the caller already put
+        `memory_contents` in the state. `config` is accepted for the reference's signature.
+        """
+        if self._given_by_caller(state):
+            return None
+        backend = self._resolved_backend(state, runtime)
         return self._update(state, {path: backend.read(path) for path in self.sources})
 
-    async def abefore_agent(self, state: MemoryState, runtime: Runtime) -> dict[str, Any] | None:
+    async def abefore_agent(
+        self,
+        state: MemoryState,
+        runtime: Runtime | None = None,
+        config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
+    ) -> dict[str, Any] | None:
         """Async `before_agent`, on the backend's async `aread`."""
-        backend = self._backend(state, runtime)
+        if self._given_by_caller(state):
+            return None
+        backend = self._resolved_backend(state, runtime)
         return self._update(state, {path: await backend.aread(path) for path in self.sources})
 
     # ------------------------------------------------------------------ the prompt
 
-    def section_for(self, state: Mapping[str, Any] | None) -> PromptSection:
-        """The stable `memory` section for a run whose state is `state`.
+    def _format_agent_memory(
+        self,
+        contents: Mapping[str, str],
+        template: str = MEMORY_SYSTEM_PROMPT,
+        notes: Mapping[str, str] | None = None,
+    ) -> str:
+        """`template` with the memory files in its `{agent_memory}` slot.
 
-        Empty (so no section is added) when there are no sources or nothing was loaded yet.
+        The sources come in their order, each with its text from `contents` (or its note from
+        `notes`); a source in neither is left out, and with nothing to show the slot holds
+        `NO_MEMORY_NOTE`. With the default template, `guidance` heads the text.
         """
-        files = state.get("memory_files") if isinstance(state, Mapping) else None
-        if not self.sources or files is None or self.system_prompt is None:
+        body = _file_blocks(self.sources, _memory_files(contents, notes or {}), None)
+        if template is MEMORY_SYSTEM_PROMPT:
+            template = (
+                self.guidance.strip("\n") + "\n\n" + _MEMORY_BLOCK
+                if self.guidance.strip()
+                else _MEMORY_BLOCK
+            )
+        return template.replace("{agent_memory}", body or NO_MEMORY_NOTE)
+
+    def section_for(self, state: Mapping[str, Any] | None) -> PromptSection:
+        """The stable `memory` section for a run whose state is `state` (empty, so no
+        section is added, with `system_prompt=None`)."""
+        if self.system_prompt is None:
             return self.section
-        if self.system_prompt is MEMORY_SYSTEM_PROMPT:
-            return PromptSection("memory", render_memory(self.sources, files, self.guidance))
-        rendered = render_memory(self.sources, files, "")
-        return PromptSection("memory", self.system_prompt.replace("{agent_memory}", rendered))
+        state = state if isinstance(state, Mapping) else {}
+        text = self._format_agent_memory(
+            state.get("memory_contents") or {}, self.system_prompt, state.get("memory_notes")
+        )
+        return PromptSection("memory", text)
 
     def section_for_request(self, request: ModelRequest) -> PromptSection:
         """The memory section built from the files loaded into this run's state (with a
@@ -282,6 +418,38 @@ class MemoryMiddleware(SectionPromptMixin, AgentMiddleware[MemoryState, Any, Any
         if self.add_cache_control and section.text.strip() and _is_anthropic(request.model):
             return replace(section, cache_breakpoint=True)
         return section
+
+    def modify_request(self, request: ModelRequest) -> ModelRequest:
+        """`request` with the memory section in its system message (the same request when
+        there is nothing to add). With `add_cache_control`, an Anthropic model and
+        `system_prompt=None`, the prompt's last block gets the cache breakpoint instead."""
+        section = self.section_for_request(request)
+        if section.text.strip():
+            return self._with_section(request)
+        if self.add_cache_control and _is_anthropic(request.model):
+            return _with_breakpoint_at_end(request)
+        return request
+
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        return self.modify_request(request)
+
+
+_RANK = {"stable": 0, "conditional": 1, "volatile": 2}
+
+
+def _with_breakpoint_at_end(request: ModelRequest) -> ModelRequest:
+    """`request` with a cache breakpoint after the last text of its system prompt."""
+    message = request.system_message
+    sections = sections_of(message)
+    leading = list(message.leading) if isinstance(message, AssembledSystemMessage) else []
+    if sections:
+        last = max(range(len(sections)), key=lambda i: (_RANK[sections[i].stability], i))
+        sections[last] = replace(sections[last], cache_breakpoint=True)
+    elif leading:
+        leading[-1] = {**leading[-1], "cache_control": {"type": "ephemeral"}}
+    else:
+        return request
+    return request.override(system_message=AssembledSystemMessage.from_sections(sections, leading))
 
 
 def _is_anthropic(model: object) -> bool:

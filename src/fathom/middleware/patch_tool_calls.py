@@ -51,8 +51,10 @@ MAX_MALFORMED_RETRIES = 3
 def _cancelled_result(call: ToolCall) -> ToolMessage:
     return tool_error(
         content=(
-            f"Tool call {call['name']} (id {call['id']}) did not complete: the run stopped "
-            "before it returned a result. Call it again if you still need it."
+            # the reference's words first (callers look for them), then what to do
+            f"Tool call {call['name']} with id {call['id']} did not complete - no result was "
+            "recorded: the run stopped before it returned one. Call it again if you still "
+            "need it."
         ),
         tool_call_id=call["id"],
         name=call["name"],

@@ -10,27 +10,42 @@ covers everything under that directory. Rules are enforced by a policy hook in f
 the backend, so a refused operation never reaches storage, and `ls` / `glob` / `grep`
 leave out what may not be read.
 
+An `"interrupt"` rule pauses the run for a person before the tool runs. `create_deep_agent`
+turns the rules into `interrupt_on` entries for the file tools (`interrupt_on_from_permissions`),
+so the pause is the ordinary human-in-the-loop request for the tool call itself (its name,
+such as `write_file`, and its arguments), answered with approve, edit, reject or respond.
+The policy hook then lets those operations through (`gated_by_approval` marks the rules the
+gate covers) and asks by itself only where the gate could not see the path: a symlink that
+leads into a rule's paths, or a `FilesystemMiddleware` composed without `create_deep_agent`.
+
 Permissions govern the file tools only: a backend that can `execute` shell commands can
 reach any path, so rules cannot be promised there (see `check_permissions_apply`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain.agents.middleware import InterruptOnConfig
+
 from fathom.backends._globbing import GlobError, compile_glob
+from fathom.backends._paths import PathError, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.policy import BackendPolicy, FileOperation
 from fathom.backends.protocol import supports_execute
 
 __all__ = [
+    "PERMISSION_DECISIONS",
     "FilesystemPermission",
     "PermissionPolicy",
     "check_permissions_apply",
     "first_matching_rule",
+    "gated_by_approval",
+    "interrupt_on_from_permissions",
 ]
 
 Operation = Literal["read", "write"]
@@ -45,9 +60,10 @@ class FilesystemPermission:
         operations: `"read"` and/or `"write"`.
         paths: Absolute glob patterns, e.g. `"/workspace/**"`, `"/**/.env"`,
             `"/{docs,notes}/**"`.
-        mode: `"allow"` (the default), `"deny"`, or `"interrupt"`: the operation pauses
-            the run for a person to approve or reject (needs a checkpointer); listings
-            still show such paths.
+        mode: `"allow"` (the default), `"deny"`, or `"interrupt"`: a file tool call on
+            such a path pauses the run for a person (needs a checkpointer), who approves,
+            edits, rejects or answers it (`interrupt_on_from_permissions`). A listing or
+            search whose tree overlaps the rule's paths pauses too.
 
     Raises:
         ValueError: an unknown operation or mode, a relative pattern, or one with a `..`
@@ -154,6 +170,8 @@ class PermissionPolicy(BackendPolicy):
             return None
         index, rule = decided
         if rule.mode == "interrupt":
+            if path == shown and _gated(rule):
+                return None  # the `interrupt_on` gate asked before the tool ran
             return _ask_approval(operation, shown, index, rule)
         via = f" (it leads to '{path}')" if path != shown else ""
         allowed = [r.describe() for r in self.rules if r.mode == "allow"]
@@ -169,22 +187,38 @@ class PermissionPolicy(BackendPolicy):
         return self.allows("read", path, directory=path.endswith("/"))
 
 
+_TOOL_OF_OPERATION = {
+    "read": ("read_file", "file_path"),
+    "write": ("write_file", "file_path"),
+    "edit": ("edit_file", "file_path"),
+    "delete": ("delete", "file_path"),
+    "ls": ("ls", "path"),
+    "glob": ("glob", "path"),
+    "grep": ("grep", "path"),
+}
+"""The file tool behind each backend operation, and the name of its path argument."""
+
+
 def _ask_approval(
     operation: FileOperation, path: str, index: int, rule: FilesystemPermission
 ) -> str | None:
     """Pause the run for a person to decide on an `interrupt` rule's operation.
 
-    The interrupt value has the shape of LangChain's human-in-the-loop requests
-    (`action_requests`, `review_configs`); resume with `{"decisions": [{"type":
-    "approve"}]}` to let it run, or `"reject"` (optionally with a `message`) to refuse it.
+    This is the fallback for what the `interrupt_on` gate cannot see (see the module's
+    docstring). The interrupt value is a human-in-the-loop request for the file tool
+    (`action_requests` with the tool's name and path argument, `review_configs`); resume
+    with `{"decisions": [{"type": "approve"}]}` to let it run. Any other decision
+    (`reject`, or `respond` / `edit`, which cannot be honoured this deep in the tool)
+    refuses it, with the decision's `message` as the reason.
     """
     from langgraph.types import interrupt
 
+    tool, path_arg = _TOOL_OF_OPERATION.get(operation.name, (operation.name, "path"))
     request = {
         "action_requests": [
             {
-                "name": operation.name,
-                "args": {"path": path, **_plain(operation.arguments)},
+                "name": tool,
+                "args": {path_arg: path, **_plain(operation.arguments)},
                 "description": (
                     f"{_VERB[operation.kind].capitalize()} `{path}` needs approval "
                     f"(rule {index}: {rule.describe()})."
@@ -192,7 +226,7 @@ def _ask_approval(
             }
         ],
         "review_configs": [
-            {"action_name": operation.name, "allowed_decisions": ["approve", "reject"]}
+            {"action_name": tool, "allowed_decisions": ["approve", "reject"]}
         ],
     }
     answer = interrupt(request)
@@ -287,3 +321,177 @@ def check_permissions_apply(rules: Sequence[FilesystemPermission], backend: Any)
             "commands (execute). Route the protected paths to a backend without a shell "
             "with CompositeBackend, or use interrupt_on for execute."
         )
+
+
+# --------------------------------------------------------------------------- the approval gate
+
+PERMISSION_DECISIONS: list[Literal["approve", "edit", "reject", "respond"]] = [
+    "approve", "edit", "reject", "respond",
+]
+"""What a person may answer to a file tool call an `interrupt` rule holds (as the reference)."""
+
+_GATED = "_fathom_gated_by_approval"
+
+_FILE_TOOLS: dict[str, tuple[Operation, str, bool, str | None]] = {
+    "ls": ("read", "path", True, None),
+    "read_file": ("read", "file_path", False, None),
+    "write_file": ("write", "file_path", False, None),
+    "edit_file": ("write", "file_path", False, None),
+    "delete": ("write", "file_path", True, None),
+    "glob": ("read", "path", True, "pattern"),
+    "grep": ("read", "path", True, None),
+}
+"""Each file tool: its operation, its path argument, whether that path is the root of what
+the call may touch (a listing, a search, a recursive delete) rather than the one file it
+touches, and the argument that can move a search elsewhere (`glob`'s absolute `pattern`)."""
+
+
+def _gated(rule: FilesystemPermission) -> bool:
+    return bool(getattr(rule, _GATED, False))
+
+
+def gated_by_approval(rules: Sequence[FilesystemPermission]) -> list[FilesystemPermission]:
+    """`rules`, with each `interrupt` rule marked as covered by the `interrupt_on` gate.
+
+    Give the marked rules to the file tools of an agent whose `HumanInTheLoopMiddleware` has
+    the entries of `interrupt_on_from_permissions(rules)`: the person was asked before the
+    tool ran, so the policy hook does not ask again. A marked rule equals the rule it copies.
+    """
+    marked: list[FilesystemPermission] = []
+    for rule in rules:
+        if isinstance(rule, FilesystemPermission) and rule.mode == "interrupt" and not _gated(rule):
+            rule = dataclasses.replace(rule)
+            object.__setattr__(rule, _GATED, True)
+        marked.append(rule)
+    return marked
+
+
+def _normalized(raw: str) -> str | None:
+    try:
+        return normalize_path(raw)
+    except PathError:
+        return None
+
+
+def _anchor(pattern: str) -> str:
+    """The directory a pattern's matches all lie under: its literal part, up to a `/`."""
+    full = _full_pattern(pattern)
+    literal = _literal_prefix(full)
+    if literal == full:
+        return full
+    return literal[: literal.rfind("/") + 1] or "/"
+
+
+def _overlap(root: str, anchor: str) -> bool:
+    """Whether the tree under `root` and the tree under `anchor` share a path."""
+    a, r = anchor.rstrip("/") or "/", root.rstrip("/") or "/"
+    return "/" in (a, r) or a == r or a.startswith(r + "/") or r.startswith(a + "/")
+
+
+def _exact_when(
+    rules: Sequence[FilesystemPermission], operation: Operation, argument: str
+) -> Callable[[Any], bool]:
+    def when(request: Any) -> bool:
+        raw = (request.tool_call.get("args") or {}).get(argument)
+        path = _normalized(raw) if isinstance(raw, str) else None
+        if path is None:
+            return False  # the tool answers with the path error
+        decided = first_matching_rule(rules, operation, path, directory=False)
+        return decided is not None and decided[1].mode == "interrupt"
+
+    return when
+
+
+def _bulk_when(
+    rules: Sequence[FilesystemPermission],
+    operation: Operation,
+    argument: str,
+    pattern_argument: str | None,
+) -> Callable[[Any], bool]:
+    anchors = [
+        _anchor(pattern)
+        for rule in rules
+        if isinstance(rule, FilesystemPermission)
+        and rule.mode == "interrupt"
+        and operation in rule.operations
+        for pattern in rule.paths
+    ]
+
+    def when(request: Any) -> bool:
+        args = request.tool_call.get("args") or {}
+        raw = args.get(argument, "/")  # the tools' own default: the whole filesystem
+        if raw is None:
+            return True
+        root = _normalized(raw) if isinstance(raw, str) else None
+        if root is None:
+            return False
+        decided = first_matching_rule(rules, operation, root, directory=True)
+        if decided is not None and decided[1].mode == "deny":
+            return False  # refused anyway; nothing to ask about
+        if any(_overlap(root, anchor) for anchor in anchors):
+            return True
+        pattern = args.get(pattern_argument) if pattern_argument else None
+        if isinstance(pattern, str):
+            if pattern.startswith("/"):
+                return any(_overlap(_anchor(pattern), anchor) for anchor in anchors)
+            return ".." in pattern.split("/")
+        return False
+
+    return when
+
+
+def interrupt_on_from_permissions(
+    rules: Sequence[FilesystemPermission],
+) -> dict[str, InterruptOnConfig]:
+    """`interrupt_on` entries that pause the file tools on the paths `interrupt` rules name.
+
+    One entry per file tool whose operation an `interrupt` rule covers, with the decisions
+    `PERMISSION_DECISIONS` and a `when` predicate on the call's arguments: a tool that works
+    on one file (`read_file`, `write_file`, `edit_file`) pauses when the first rule that
+    matches its path is an `interrupt` rule; a tool whose path is the root of what it may
+    touch (`ls`, `glob`, `grep`, `delete`) pauses when that tree and an `interrupt` rule's
+    paths overlap (a call without a path covers everything). Empty when no rule is an
+    `interrupt` rule.
+    """
+    entries: dict[str, InterruptOnConfig] = {}
+    for tool, (operation, argument, bulk, pattern_argument) in _FILE_TOOLS.items():
+        if not any(
+            isinstance(r, FilesystemPermission) and r.mode == "interrupt"
+            and operation in r.operations
+            for r in rules
+        ):
+            continue
+        when = (
+            _bulk_when(rules, operation, argument, pattern_argument)
+            if bulk
+            else _exact_when(rules, operation, argument)
+        )
+        entries[tool] = InterruptOnConfig(
+            allowed_decisions=list(PERMISSION_DECISIONS),
+            when=when,
+            description=_description(rules, operation, argument),
+        )
+    return entries
+
+
+def _description(
+    rules: Sequence[FilesystemPermission], operation: Operation, argument: str
+) -> Callable[..., str]:
+    """The request's `description`: the call, and the `interrupt` rules behind the pause."""
+    covering = "; ".join(
+        f"rule {index}: {rule.describe()}"
+        for index, rule in enumerate(rules, start=1)
+        if isinstance(rule, FilesystemPermission)
+        and rule.mode == "interrupt"
+        and operation in rule.operations
+    )
+
+    def description(tool_call: Any, state: Any, runtime: Any) -> str:
+        args = tool_call.get("args") or {}
+        path = args.get(argument, "/")
+        return (
+            f"`{tool_call.get('name')}` on `{path}` needs approval ({covering}).\n\n"
+            f"Tool: {tool_call.get('name')}\nArgs: {args}"
+        )
+
+    return description

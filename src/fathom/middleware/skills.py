@@ -19,13 +19,14 @@ import re
 import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, Optional
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
     PrivateStateAttr,
 )
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.runtime import Runtime
@@ -38,7 +39,6 @@ from fathom.backends.protocol import (
     Call,
     HookRuntime,
     LsResult,
-    ReadResult,
     adopt,
     adrive,
     arun_call,
@@ -47,7 +47,6 @@ from fathom.backends.protocol import (
     run_call,
 )
 from fathom.backends.state import StateBackend
-from fathom.backends.utils import text_view
 from fathom.middleware.filesystem.answers import describe_error
 from fathom.prompt import PromptSection, SectionPromptMixin, check_prompt_template
 from fathom.state import FilesState
@@ -55,9 +54,13 @@ from fathom.state import FilesState
 __all__ = [
     "MAX_COMPATIBILITY_CHARS",
     "MAX_DESCRIPTION_CHARS",
+    "MAX_SKILL_COMPATIBILITY_LENGTH",
+    "MAX_SKILL_DESCRIPTION_LENGTH",
     "MAX_SKILL_FILE_BYTES",
+    "MAX_SKILL_FILE_SIZE",
     "SKILLS_PROMPT",
     "SKILLS_STATE_KEY",
+    "SKILLS_SYSTEM_PROMPT",
     "SKILL_FILE",
     "SkillMetadata",
     "SkillWarning",
@@ -80,6 +83,11 @@ MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
 """Longer `compatibility` fields are cut to this many characters (the Agent Skills limit)."""
 
+MAX_SKILL_FILE_SIZE = MAX_SKILL_FILE_BYTES
+MAX_SKILL_DESCRIPTION_LENGTH = MAX_DESCRIPTION_CHARS
+MAX_SKILL_COMPATIBILITY_LENGTH = MAX_COMPATIBILITY_CHARS
+"""The three limits above under the reference's names."""
+
 SKILLS_STATE_KEY = "skills_metadata"
 """The private state key holding the catalogue (one agent's own: keep it out of subagents)."""
 
@@ -91,6 +99,9 @@ Skills are instructions for particular kinds of task, each in its own folder. Av
 
 To use a skill: 1. Match: compare the task with the descriptions; use a skill only when its description fits. 2. Read: read its whole SKILL.md with `read_file` at the path shown. 3. Follow its instructions. It names any supporting files (scripts, references, templates), with paths relative to its folder; read those only when you need them."""  # noqa: E501
 """The skills section of the system prompt; `{skills_list}` becomes one line per skill."""
+
+SKILLS_SYSTEM_PROMPT = SKILLS_PROMPT
+"""`SKILLS_PROMPT` under the reference's name (the default `system_prompt=`)."""
 
 
 class SkillWarning(UserWarning):
@@ -126,7 +137,13 @@ class SkillMetadata(TypedDict):
 class SkillsState(FilesState):
     """Agent state with the skill catalogue (private: not an input or output of the graph)."""
 
-    skills_metadata: NotRequired[Annotated[list[SkillMetadata], PrivateStateAttr]]
+    skills_metadata: NotRequired[Annotated[list[SkillMetadata] | None, PrivateStateAttr]]
+    """The catalogue; `None` (as in the reference) asks the next run to load it again,
+    which every run does anyway."""
+    skills_load_errors: NotRequired[Annotated[list[str], PrivateStateAttr]]
+    """Why skills or sources were skipped at the last load (also logged and warned as
+    `SkillWarning`s). Written by every load, so it also tells a later run that the
+    catalogue was loaded by an earlier one rather than given by the caller."""
 
 
 Backend = BackendProtocol | Callable[[Any], BackendProtocol]
@@ -301,31 +318,40 @@ def _load_plan(backend: BackendProtocol, sources: Sequence[str]) -> Generator[Ca
                 logger.debug("Skill source %s does not exist; nothing to load", source)
             else:
                 error = describe_error(listing.error, source, tool="ls")
-                problems.append(f"Skipped skill source `{source}`: {error}")
+                # the reference's words first: callers may look for them
+                problems.append(f"Cannot load skills from '{source}': {error}")
             continue
-        for directory in _skill_dirs(source, listing):
-            path = f"{directory}/{SKILL_FILE}"
-            result: ReadResult = yield Call(backend, "read", (path,))
-            if result.error or result.file_data is None:
-                if _missing(result.error):
+        directories = _skill_dirs(source, listing)
+        paths = [f"{directory}/{SKILL_FILE}" for directory in directories]
+        # every SKILL.md of the source in one call: one round trip for a remote sandbox
+        responses: list[Any] = (yield Call(backend, "download_files", (paths,))) if paths else []
+        for directory, path, response in zip(directories, paths, responses, strict=False):
+            error = getattr(response, "error", None)
+            content = getattr(response, "content", None)
+            if error is not None or content is None:
+                if _missing(error):
                     logger.debug("%s has no %s; not a skill", directory, SKILL_FILE)
                 else:
-                    error = describe_error(result.error, path, tool="read_file")
-                    error = error or "the backend returned no data"
-                    problems.append(f"Skipped skill `{path}`: {error}")
+                    text = describe_error(error, path, tool="read_file") if error else ""
+                    problems.append(
+                        f"Skipped skill `{path}`: {text or 'the backend returned no data'}"
+                    )
                 continue
-            view = text_view(result.file_data)
-            if view.size > MAX_SKILL_FILE_BYTES:
+            if len(content) > MAX_SKILL_FILE_BYTES:
                 problems.append(
-                    f"Skipped skill `{path}`: it is {view.size:,} bytes, over the "
+                    f"Skipped skill `{path}`: it is {len(content):,} bytes, over the "
                     f"{MAX_SKILL_FILE_BYTES:,}-byte limit for a {SKILL_FILE}."
                 )
                 continue
-            if view.text is None:
+            try:
+                skill_text = None if b"\x00" in content else content.decode("utf-8")
+            except UnicodeDecodeError:
+                skill_text = None
+            if skill_text is None:
                 problems.append(f"Skipped skill `{path}`: it is binary, not text.")
                 continue
             entry, found_problems = parse_skill(
-                view.text, path=path, source=source, directory_name=_dir_name(directory)
+                skill_text, path=path, source=source, directory_name=_dir_name(directory)
             )
             problems.extend(found_problems)
             if entry is None:
@@ -401,6 +427,15 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
     ) -> None:
         super().__init__()
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(
+                f"system_prompt must be str or None, not {type(system_prompt).__name__}"
+            )
+        if system_prompt is not None and "{skills_list}" not in system_prompt:
+            raise ValueError(
+                "system_prompt missing required format slot {skills_list}, where the skills "
+                "go; add it, or pass None to list no skills in the prompt."
+            )
         check_prompt_template(
             system_prompt, "skills_list", "the skills", "list no skills in the prompt"
         )
@@ -418,8 +453,8 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
             if isinstance(entry, tuple):
                 if len(entry) != 2 or not all(isinstance(part, str) for part in entry):
                     raise TypeError(
-                        f"a labelled skill source is a (path, label) pair of strings, not "
-                        f"{entry!r}."
+                        f"skill source {entry!r}: expected str or (str, str) tuple; a "
+                        "labelled skill source is a (path, label) pair of strings."
                     )
                 source, self.labels[entry[0]] = entry
             else:
@@ -446,34 +481,71 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
 
     def load_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
         """Read the catalogue from the sources now (warning about skills it skips)."""
-        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
-        loaded = drive(_load_plan(backend, self.sources), run_call)
-        _report(loaded.problems)
-        return loaded.skills
+        return self._load(state, runtime).skills
 
     async def aload_skills(self, state: Any, runtime: Any) -> list[SkillMetadata]:
         """Async `load_skills`, through the backend's async methods."""
+        return (await self._aload(state, runtime)).skills
+
+    def _load(self, state: Any, runtime: Any) -> _Loaded:
+        backend = resolve_backend(self.backend, HookRuntime(state, runtime))
+        loaded = drive(_load_plan(backend, self.sources), run_call)
+        _report(loaded.problems)
+        return loaded
+
+    async def _aload(self, state: Any, runtime: Any) -> _Loaded:
         backend = resolve_backend(self.backend, HookRuntime(state, runtime))
         loaded = await adrive(_load_plan(backend, self.sources), arun_call)
         _report(loaded.problems)
-        return loaded.skills
+        return loaded
 
     @staticmethod
-    def _update(state: Any, skills: list[SkillMetadata]) -> dict[str, Any] | None:
-        current = state.get(SKILLS_STATE_KEY) if isinstance(state, Mapping) else None
-        if (current or []) == skills:
-            return None  # unchanged: no write, so the checkpoint stays small
-        return {SKILLS_STATE_KEY: skills}
+    def _given_by_caller(state: Any) -> bool:
+        """Whether `state` holds a catalogue no run of this middleware loaded (the caller
+        put `skills_metadata` there): it is used as it is, as in the reference."""
+        return (
+            isinstance(state, Mapping)
+            and state.get(SKILLS_STATE_KEY) is not None
+            and "skills_load_errors" not in state
+        )
 
-    def before_agent(self, state: SkillsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Refresh the catalogue at the start of every run."""
-        return self._update(state, self.load_skills(state, runtime))
+    @staticmethod
+    def _update(state: Any, loaded: _Loaded) -> dict[str, Any] | None:
+        """The state update: each key when it changed (or was never written)."""
+        previous = state if isinstance(state, Mapping) else {}
+        update: dict[str, Any] = {}
+        if SKILLS_STATE_KEY not in previous or previous[SKILLS_STATE_KEY] != loaded.skills:
+            update[SKILLS_STATE_KEY] = loaded.skills
+        if previous.get("skills_load_errors") != loaded.problems:
+            update["skills_load_errors"] = list(loaded.problems)
+        return update or None  # unchanged: no write, so the checkpoint stays small
+
+    def before_agent(
+        self,
+        state: SkillsState,
+        runtime: Runtime[Any] | None = None,
+        config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
+    ) -> dict[str, Any] | None:
+        """Refresh the catalogue at the start of every run.
+
+        Returns `skills_metadata` and `skills_load_errors` where they changed, `None` when
+        neither did or when the caller put a catalogue in the state. `config` is accepted
+        for the reference's signature.
+        """
+        if self._given_by_caller(state):
+            return None
+        return self._update(state, self._load(state, runtime))
 
     async def abefore_agent(
-        self, state: SkillsState, runtime: Runtime[Any]
+        self,
+        state: SkillsState,
+        runtime: Runtime[Any] | None = None,
+        config: Optional[RunnableConfig] = None,  # noqa: UP045  # the spelling LangGraph accepts
     ) -> dict[str, Any] | None:
         """Async `before_agent`."""
-        return self._update(state, await self.aload_skills(state, runtime))
+        if self._given_by_caller(state):
+            return None
+        return self._update(state, await self._aload(state, runtime))
 
     # ------------------------------------------------------------------ prompt
 
@@ -485,14 +557,22 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
             return None
         if self.system_prompt is SKILLS_PROMPT and not self.labels:
             return skills_section(skills)
-        if not skills:
-            return None
+        if not skills and self.system_prompt is SKILLS_PROMPT:
+            return None  # the default lists skills only when there are some
+        listing = self._labelled_list(skills) if skills else self._no_skills()
         text = (
             self.system_prompt.replace("{skills_locations}", self._locations())
             .replace("{skills_load_warnings}", "")
-            .replace("{skills_list}", self._labelled_list(skills))
+            .replace("{skills_list}", listing)
         )
         return PromptSection("skills", text, "stable")
+
+    def _no_skills(self) -> str:
+        """What a custom template lists when no source holds a skill (as the reference)."""
+        where = " or ".join(f"`{source}`" for source in self.sources)
+        return "(No skills available yet." + (
+            f" You can create skills in {where})" if where else ")"
+        )
 
     def _locations(self) -> str:
         return "\n".join(
@@ -532,9 +612,36 @@ class SkillsMiddleware(SectionPromptMixin, AgentMiddleware[SkillsState, Any, Any
         tools = [t for t in request.tools if getattr(t, "name", None) not in hidden]
         return request.override(tools=tools)
 
-    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
-        """Add the skills section and offer only the gated tools a read skill unlocked."""
+    def modify_request(self, request: ModelRequest) -> ModelRequest:
+        """`request` with the skills section in its system message and only the gated
+        tools a read skill unlocked (the same request when neither changes anything)."""
         return super().rewrite_model_request(self._visible(request))
+
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        return self.modify_request(request)
+
+    # ------------------------------------------------------------------ reference names
+
+    @property
+    def _backend(self) -> Backend:
+        """The backend (or factory) as given: the reference's attribute name."""
+        return self.backend
+
+    @property
+    def source_labels(self) -> list[str]:
+        """Each source's label, in the order of `sources` (a source without one is labelled
+        by its last path segment, capitalised, as the reference does)."""
+        return [self.labels.get(source) or _default_label(source) for source in self.sources]
+
+    @property
+    def system_prompt_template(self) -> str | None:
+        """`system_prompt` under the reference's name."""
+        return self.system_prompt
+
+
+def _default_label(source: str) -> str:
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return name.capitalize() if name else "Skills"
 
 
 def _skill_line(skill: SkillMetadata) -> str:

@@ -11,10 +11,11 @@ subagent's events stream under the namespace `tools:<task id>`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, NotRequired
 
 from langchain.agents.middleware import InterruptOnConfig
@@ -45,10 +46,13 @@ from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
     "COMPILED_SUBAGENT_KEYS",
+    "DEFAULT_GENERAL_PURPOSE_DESCRIPTION",
+    "DEFAULT_SUBAGENT_PROMPT",
     "FORK_TASK_PREAMBLE",
     "GENERAL_PURPOSE",
     "GENERAL_PURPOSE_DESCRIPTION",
     "GENERAL_PURPOSE_PROMPT",
+    "GENERAL_PURPOSE_SUBAGENT",
     "SUBAGENT_KEYS",
     "SUBAGENT_MODES",
     "TASK_TOOL",
@@ -58,6 +62,7 @@ __all__ = [
     "SubAgent",
     "SubAgentMiddleware",
     "compiled_subagent",
+    "create_sub_agent",
     "fork_messages",
     "is_fork",
     "mark_declarative_fork",
@@ -117,6 +122,19 @@ class SubAgent(TypedDict):
     a provider's prompt cache serves that part. Its own `system_prompt` is then added to the
     inherited prompt, its `tools` and `middleware` replace or join the inherited ones (at
     the cost of that cache), and it cannot set `skills` (it has the parent's)."""
+
+
+GENERAL_PURPOSE_SUBAGENT: SubAgent = {
+    "name": GENERAL_PURPOSE,
+    "description": GENERAL_PURPOSE_DESCRIPTION,
+    "system_prompt": GENERAL_PURPOSE_PROMPT,
+}
+"""The general-purpose subagent's spec without `model` and `tools` (the reference's name):
+`{**GENERAL_PURPOSE_SUBAGENT, "tools": [...]}` in `subagents=` replaces the default one."""
+
+DEFAULT_GENERAL_PURPOSE_DESCRIPTION = GENERAL_PURPOSE_DESCRIPTION
+DEFAULT_SUBAGENT_PROMPT = GENERAL_PURPOSE_PROMPT
+"""The general-purpose subagent's description and prompt under the reference's names."""
 
 
 class CompiledSubAgent(TypedDict):
@@ -334,8 +352,9 @@ def _check_compiled(spec: Mapping[str, Any]) -> CompiledSubAgent:
         )
     if isinstance(runnable, Pregel) and "messages" not in runnable.channels:
         raise ValueError(
-            f"Subagent {spec['name']!r}: its graph state has no 'messages' key; the task is "
-            "given as a message and the answer is read from the messages."
+            f"Subagent {spec['name']!r}: CompiledSubAgent must return a state containing a "
+            "'messages' key, and its graph state has none; the task is given as a message "
+            "and the answer is read from the messages."
         )
     return compiled_subagent(spec, runnable)
 
@@ -437,13 +456,23 @@ class ForkTaskToolMiddleware(AgentMiddleware):
         return SubAgentMiddleware.__name__
 
 
-def _compile_spec(
-    spec: Mapping[str, Any], state_schema: type[Any] | None, task_description: str
-) -> dict[str, Any]:
-    """A `SubAgent` spec given straight to `SubAgentMiddleware`, compiled on its own.
+def create_sub_agent(
+    spec: SubAgent | Mapping[str, Any],
+    *,
+    state_schema: type | None = None,
+    response_format: Any = None,
+) -> Runnable:
+    """Compile a `SubAgent` spec on its own, with LangChain's `create_agent`.
 
-    A fork gets the `task` tool (`ForkTaskToolMiddleware`); its prompt, tools and model are
-    the spec's, so whether its requests share the parent's prefix is up to the caller.
+    Nothing is inherited here, so the spec must give `model` and `tools`; its
+    `system_prompt`, `middleware`, `interrupt_on` (a `HumanInTheLoopMiddleware` is added)
+    and `response_format` (`response_format=` overrides it) are used as they are.
+    `state_schema` is the graph's state schema (`create_agent`'s default when `None`).
+    `SubAgentMiddleware` compiles the specs it is given with this function;
+    `create_deep_agent` builds its subagents itself (they inherit from the main agent).
+
+    Raises:
+        ValueError: the spec has no `model` or no `tools`.
     """
     from langchain.agents import create_agent
 
@@ -453,29 +482,62 @@ def _compile_spec(
     for key in ("model", "tools"):
         if key not in spec:
             raise ValueError(
-                f"SubAgent {name!r} must specify {key!r} when given to SubAgentMiddleware "
-                "directly (nothing is inherited here); add it, or use create_deep_agent, "
-                "which fills it from the main agent."
+                f"SubAgent '{name}' must specify '{key}' when it is compiled on its own "
+                "(given to SubAgentMiddleware or create_sub_agent, nothing is inherited); "
+                "add it, or use create_deep_agent, which fills it from the main agent."
             )
     middleware = list(spec.get("middleware") or [])
-    if is_fork(spec):
-        middleware.append(ForkTaskToolMiddleware(task_description))
     if spec.get("interrupt_on"):
         from langchain.agents.middleware import HumanInTheLoopMiddleware
 
-        middleware.append(HumanInTheLoopMiddleware(interrupt_on=spec["interrupt_on"]))
-    runnable = create_agent(
-        resolve_model(spec["model"]),
-        tools=list(spec["tools"]),
+        gated = dict(spec.get("interrupt_on") or {})
+        middleware.append(HumanInTheLoopMiddleware(interrupt_on=gated))
+    return create_agent(
+        resolve_model(spec.get("model")),
+        tools=list(spec.get("tools") or []),
         system_prompt=spec.get("system_prompt") or None,
         middleware=middleware,
-        response_format=spec.get("response_format"),
+        response_format=(
+            response_format if response_format is not None else spec.get("response_format")
+        ),
         state_schema=state_schema,
         name=name,
     )
+
+
+def _compile_spec(
+    spec: Mapping[str, Any], state_schema: type[Any] | None, task_description: str
+) -> dict[str, Any]:
+    """A `SubAgent` spec given straight to `SubAgentMiddleware`, compiled on its own
+    (`create_sub_agent`).
+
+    A fork gets the `task` tool (`ForkTaskToolMiddleware`); its prompt, tools and model are
+    the spec's, so whether its requests share the parent's prefix is up to the caller.
+    """
+    name = spec.get("name", "?")
+    compiled = spec
+    if is_fork(spec):
+        fork_tool = ForkTaskToolMiddleware(task_description)
+        compiled = {**spec, "middleware": [*(spec.get("middleware") or []), fork_tool]}
+    # looked up in the module when called, so a replaced `create_sub_agent` is the one used
+    runnable = globals()["create_sub_agent"](compiled, state_schema=state_schema)
     if is_fork(spec):
         mark_declarative_fork(runnable)
     return {**spec, "name": name, "description": spec.get("description", ""), "runnable": runnable}
+
+
+@contextlib.contextmanager
+def _subagent_tracing() -> Iterator[None]:
+    """Tag the LangSmith runs of a subagent with `ls_agent_type="subagent"` (as LangChain
+    tags a root agent's `"root"`): in the tracing context only, so the tag reaches the
+    tracer but not the metadata of streamed callback events. The rest of the context
+    (parent, client, project, tags) is kept as it is."""
+    from langsmith.run_helpers import get_tracing_context, tracing_context
+
+    current = get_tracing_context()
+    metadata = {**(current.get("metadata") or {}), "ls_agent_type": "subagent"}
+    with tracing_context(**{**current, "metadata": metadata}):
+        yield
 
 
 class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
@@ -533,13 +595,21 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if duplicates:
             raise ValueError(f"Subagent names must be unique; repeated: {duplicates}.")
         if not checked:
-            raise ValueError("SubAgentMiddleware needs at least one subagent.")
+            raise ValueError(
+                "At least one subagent must be specified: SubAgentMiddleware needs at least "
+                "one subagent."
+            )
         self.subagents: dict[str, CompiledSubAgent] = {s["name"]: s for s in checked}
+        self.subagent_names: frozenset[str] = frozenset(self.subagents)
+        """The subagents' names (the reference's attribute)."""
         catalogue = subagent_catalogue(checked)
         self.section = PromptSection(
             "subagents",
             f"{system_prompt}\n\nAvailable subagent types:\n{catalogue}" if system_prompt else "",
         )
+        self.system_prompt: str | None = self.section.text or system_prompt
+        """The section's text (the prompt and the list), or `system_prompt` as given when
+        it is empty or `None`: the reference's attribute."""
         self.tools = [_task_tool(description, self._task, self._atask)]
 
     # -- the tool ------------------------------------------------------------------------
@@ -585,7 +655,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         metadata = {
             **(config.get("metadata") or {}),
             "lc_agent_name": spec["name"],
-            "ls_agent_type": "subagent",
             # Lets a stream consumer tell which `task` call a subagent's events belong to.
             "fathom_task_call_id": runtime.tool_call_id,
         }
@@ -633,7 +702,8 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
+        with _subagent_tracing():
+            result = attempt(lambda: spec["runnable"].invoke(payload, config), spec["name"])
         return self._finish(runtime, spec, result)
 
     async def _atask(self, runtime: ToolRuntime, description: str, subagent_type: str) -> Any:
@@ -641,5 +711,6 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if isinstance(prepared, ToolMessage):
             return prepared
         spec, payload, config = prepared
-        result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
+        with _subagent_tracing():
+            result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
         return self._finish(runtime, spec, result)

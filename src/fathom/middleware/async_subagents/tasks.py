@@ -142,7 +142,10 @@ def validate_async_subagents(specs: Sequence[Mapping[str, Any]]) -> None:
     `graph_id`, duplicate names, a bad `update_strategy` or `mode`, a non-dict `headers`.
     """
     if not specs:
-        raise ValueError("AsyncSubAgentMiddleware needs at least one async subagent spec.")
+        raise ValueError(
+            "At least one async subagent must be specified: AsyncSubAgentMiddleware needs "
+            "at least one async subagent spec."
+        )
     seen: set[str] = set()
     for spec in specs:
         if not isinstance(spec, Mapping):
@@ -158,7 +161,10 @@ def validate_async_subagents(specs: Sequence[Mapping[str, Any]]) -> None:
             if not isinstance(spec.get(key), str) or not spec[key]:
                 raise ValueError(f"Async subagent spec {label} needs a non-empty string {key!r}.")
         if spec["name"] in seen:
-            raise ValueError(f"Two async subagent specs are named {label}; names must be unique.")
+            raise ValueError(
+                f"Duplicate async subagent names: two specs are named {label}; names must be "
+                "unique."
+            )
         seen.add(spec["name"])
         for key, allowed, default in (
             ("update_strategy", UPDATE_STRATEGIES, "interrupt"),

@@ -4,6 +4,9 @@ A `HarnessProfile` changes the prompt (`base_system_prompt` replaces fathom's ba
 `system_prompt_suffix` follows it), the tools (descriptions rewritten, some hidden), the
 middleware (some removed, some added) and the default general-purpose subagent.
 `HarnessProfileConfig` is the part of it that fits in a YAML or JSON file.
+`fathom.profiles.harness.harness_profiles` is the reference's module path for these names.
+
+Layer: foundation; it must not import capabilities, agent, project, server, protocols or cli.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Provider profiles: how a chat model is built from a `provider:model` string."""
+"""Provider profiles: how a chat model is built from a `provider:model` string.
+
+`fathom.profiles.provider.provider_profiles` is the reference's module path for these names.
+
+Layer: foundation; it must not import capabilities, agent, project, server, protocols or cli.
+"""
 
 from __future__ import annotations
 
