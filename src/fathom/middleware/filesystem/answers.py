@@ -386,7 +386,7 @@ def _format_window(
                 f"stay under {budget:,} characters; call read_file with offset={number} to "
                 "continue]"
             )
-            return "\n".join(rows)
+            return _with_cut_note("\n".join(rows), cut_any, file_path)
         rows.append(row)
         used += len(row) + 1
     if next_offset is not None:
@@ -395,10 +395,12 @@ def _format_window(
             f"[showing lines {start + 1}-{end}{of}; "
             f"call read_file with offset={next_offset} to read more]"
         )
-    text = "\n".join(rows)
-    if cut_any:
-        text += READ_FILE_TRUNCATION_MSG.format(file_path=file_path)
-    return text
+    return _with_cut_note("\n".join(rows), cut_any, file_path)
+
+
+def _with_cut_note(text: str, cut_any: bool, file_path: str) -> str:
+    """`text`, followed by `READ_FILE_TRUNCATION_MSG` when some of its lines were cut."""
+    return text + READ_FILE_TRUNCATION_MSG.format(file_path=file_path) if cut_any else text
 
 
 def _format_grep(matches: list[dict], mode: str) -> str:
