@@ -451,3 +451,52 @@ def test_the_deprecated_permissions_spelling_still_applies_its_rules() -> None:
     assert store.get(("filesystem",), "/test.txt") is not None
     with pytest.raises(ValueError, match="Pass only permissions"):
         FilesystemMiddleware(permissions=rules, _permissions=rules)
+
+
+def test_a_zero_token_limit_turns_the_limit_off() -> None:
+    middleware = FilesystemMiddleware(
+        tool_token_limit_before_evict=0, human_message_token_limit_before_evict=0
+    )
+    assert [tool.name for tool in middleware.tools][:2] == ["ls", "read_file"]
+
+
+# --------------------------------------------------------------------------- what fathom adds
+
+
+class _Stuck(StoreBackend):
+    """A store backend whose sync glob waits until the test lets it go."""
+
+    release: Any = None
+
+    def glob(self, pattern: str, path: str | None = None):
+        self.release.wait()
+        return GlobResult(matches=[])
+
+
+@pytest.mark.fathom_only
+def test_a_stuck_sync_glob_is_given_up_on_and_its_slot_comes_back(monkeypatch) -> None:
+    import threading
+
+    backend = _Stuck(store=InMemoryStore(), namespace=lambda _rt: ("filesystem",))
+    backend.release = threading.Event()
+    glob = tools_of(FilesystemMiddleware(backend=backend))["glob"]
+    monkeypatch.setattr(filesystem_module, "GLOB_TIMEOUT", 0.05)
+    stuck = glob.invoke({"pattern": "*", "runtime": runtime()})
+    assert (stuck.status, stuck.content) == (
+        "error",
+        "Error: glob timed out after 0.05s. Try a more specific pattern or a narrower path.",
+    )
+    backend.release.set()
+    monkeypatch.setattr(filesystem_module, "GLOB_TIMEOUT", 30.0)
+    assert glob.invoke({"pattern": "*", "runtime": runtime()}).content == "No files found"
+
+
+@pytest.mark.fathom_only
+def test_mistakes_the_reference_lets_pass_are_named() -> None:
+    with pytest.raises(ValueError, match="tool_token_limit_before_evict"):
+        FilesystemMiddleware(tool_token_limit_before_evict=-1)
+    with pytest.warns(UserWarning, match="unknown tools \\['lss'\\]"):
+        FilesystemMiddleware(custom_tool_descriptions={"lss": "typo"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FilesystemMiddleware(custom_tool_descriptions={"execute": "runs commands"})
