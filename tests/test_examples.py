@@ -83,9 +83,9 @@ EXAMPLES: dict[str, list[str]] = {
         "night. Clear skies with minimal precipitation expected.'"
     ],
     "filesystem_backend": [
-        "write_file('/reports/summary.md') -> ok: Wrote `/reports/summary.md`.",
-        "read_file('/../outside.txt') -> error: Error: cannot read '/../outside.txt' (goes above "
-        "the root with '..'). Give an absolute path inside the filesystem, such as `/notes.md`.",
+        "write_file('/reports/summary.md') -> ok: Updated file /reports/summary.md",
+        "read_file('/../outside.txt') -> error: Error: Path traversal not allowed: "
+        "/../outside.txt",
         "read_file('/etc/passwd') -> error: Error: File '/etc/passwd' not found",
         "files on disk under the root: ['reports/summary.md']",
         "files outside the root unchanged: True",
@@ -119,9 +119,9 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "custom_backend": [
         "write_file -> error: Error: '/docs/guide.md' already exists.",
-        "edit_file -> error: Error: old_string appears 2 times in '/docs/guide.md'. Add "
-        "surrounding lines to make it unique, or set replace_all=true",
-        "edit_file -> ok: Edited `/docs/guide.md`: replaced 2 occurrences.",
+        "edit_file -> error: Error: String 'draft' appears 2 times in file. Add surrounding "
+        "lines to make it unique, or set replace_all=True",
+        "edit_file -> ok: Successfully replaced 2 instance(s) of the string in '/docs/guide.md'",
         "glob -> ok: /docs/api/index.md | /docs/guide.md",
         "grep -> ok: /docs/api/index.md: | 2: Status: draft",
         "read_file -> ok: 1 # Guide (final) | 2 Status: final | 3 Owner: Ana",
@@ -145,13 +145,14 @@ EXAMPLES: dict[str, list[str]] = {
     "policy_hooks": [
         "write_file(/protected/new.md) -> error: Writes are not allowed under /protected/new.md",
         "edit_file(/protected/rules.md) -> error: Edits are not allowed under /protected/rules.md",
-        "edit_file(/drafts/plan.md) -> ok: Edited `/drafts/plan.md`: replaced 1 occurrence.",
+        "edit_file(/drafts/plan.md) -> ok: Successfully replaced 1 instance(s) of the string in "
+        "'/drafts/plan.md'",
         "on disk: {'drafts/plan.md': 'Deploy on Tuesday.\\n', "
         "'protected/rules.md': 'No deploys on Friday.\\n'}",
         " ainvoke:",
     ],
     "backend_migration": [
-        "before:\n  write_file -> ok: Wrote `/notes.md`.\n  deprecation warnings: 1",
+        "before:\n  write_file -> ok: Updated file /notes.md\n  deprecation warnings: 1",
         "rt.context:\n  read_file -> ok: 1 call the bank\n  deprecation warnings: 0",
         "after:\n  read_file -> error: Error: could not read '/notes.md': the StoreBackend "
         "namespace factory failed with AttributeError: 'NoneType' object has no attribute "
@@ -335,19 +336,19 @@ EXAMPLES: dict[str, list[str]] = {
         "(This is not financial advice.)",
         "  -> I could not change that: Error: permission denied: changing "
         "'/policies/compliance.md' is not allowed (rule 1: deny write /policies/**).",
-        "  -> Saved. (Wrote `/memories/preferences.md`.)",
+        "  -> Saved. (Updated file /memories/preferences.md)",
         "  -> - I can't share internal pricing;",
         "policy unchanged in the store: True",
         "in the store: [(('acme',), '/compliance.md'), (('user-alice',), '/preferences.md')]",
     ],
     "memory_long_term": [
         "[thread 1] 'I prefer dark mode and metric units.' -> I'll remember that. "
-        "(Wrote `/memories/user_preferences.txt`.)",
+        "(Updated file /memories/user_preferences.txt)",
         "[thread 2] 'What are my preferences?' -> Your preferences (read from the file): "
         "dark mode and metric units\n      tools used: ['read_file']",
         "[thread 4] 'What are my preferences?' -> Your preferences (from memory): dark mode "
         "and metric units\n      tools used: none",
-        "(Edited `/memories/user_preferences.txt`: replaced 1 occurrence.)",
+        "(Successfully replaced 1 instance(s) of the string in '/memories/user_preferences.txt')",
         "[thread 5] 'What are my preferences?' -> Your preferences (from memory): light mode "
         "and metric units\n      tools used: none",
         "in the store: {'/user_preferences.txt': 'light mode and metric units'}",
@@ -598,8 +599,8 @@ def test_filesystem_backend_main(tmp_path):
 
     write, outside, passwd = tool_messages(outcome["state"])
     assert write.status != "error"
-    assert outside.status == "error" and "goes above the root with '..'" in outside.content
-    assert "Give an absolute path inside the filesystem" in outside.content
+    assert outside.status == "error"
+    assert outside.content == "Error: Path traversal not allowed: /../outside.txt"
     assert passwd.status == "error" and "not found" in passwd.content
     assert all(
         example.SECRET.strip() not in str(m.content) and "root:" not in str(m.content)
@@ -733,10 +734,13 @@ def test_permissions_main():
 def test_policy_hooks_main(tmp_path):
     outcome = load("policy_hooks").main(str(tmp_path))
     expected_rows = [
-        ("/drafts/plan.md", "ok: Wrote `/drafts/plan.md`."),
+        ("/drafts/plan.md", "ok: Updated file /drafts/plan.md"),
         ("/protected/new.md", "error: Writes are not allowed under /protected/new.md"),
         ("/protected/rules.md", "error: Edits are not allowed under /protected/rules.md"),
-        ("/drafts/plan.md", "ok: Edited `/drafts/plan.md`: replaced 1 occurrence."),
+        (
+            "/drafts/plan.md",
+            "ok: Successfully replaced 1 instance(s) of the string in '/drafts/plan.md'",
+        ),
     ]
     assert outcome["guarded"]["rows"] == expected_rows
     assert files_under(tmp_path) == {
@@ -1196,7 +1200,7 @@ def test_memory_org_policies_main():
     (_, priced), (_, refused), (_, saved), (_, later) = outcome["answers"]
     assert priced.startswith("I can't share internal pricing")
     assert refused.startswith("I could not change that: Error: permission denied")
-    assert saved == "Saved. (Wrote `/memories/preferences.md`.)"
+    assert saved == "Saved. (Updated file /memories/preferences.md)"
     assert later.startswith("- I can't share internal pricing")  # preference + policy
     assert outcome["stored"] == {
         (("acme",), "/compliance.md"): example.POLICIES,

@@ -143,7 +143,7 @@ def test_kill_9_then_new_message_keeps_every_completed_write(tmp_path: Path, kin
     assert len(outcomes) == len(trials)
     lost = []
     for trial, outcome in zip(trials, outcomes, strict=True):
-        kept = outcome["results"].get("write_file") == "Wrote `/done.txt`."
+        kept = outcome["results"].get("write_file") == "Updated file /done.txt"
         if kind == "state":
             kept = kept and outcome["files"].get("/done.txt") == "kept"
         else:

@@ -58,4 +58,4 @@ def test_new_process_resumes_an_interrupted_run_from_sqlite(tmp_path):
     started = _run(tmp_path, "start")
     assert started == {"interrupted": True, "files": []}
     resumed = _run(tmp_path, "resume")
-    assert resumed == {"answer": "finished: Wrote `/report.md`.", "files": {"/report.md": "42"}}
+    assert resumed == {"answer": "finished: Updated file /report.md", "files": {"/report.md": "42"}}

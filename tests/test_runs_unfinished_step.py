@@ -275,7 +275,7 @@ def test_deep_agent_keeps_a_written_file_when_every_tool_saved_its_result(
 
     assert out["files"]["/done.txt"]["content"] == "kept"
     results = {m.name: m.text for m in out["messages"] if m.type == "tool"}
-    assert results == {"write_file": "Wrote `/done.txt`.", "count": "counted"}
+    assert results == {"write_file": "Updated file /done.txt", "count": "counted"}
     assert [m.text for m in out["messages"] if m.type == "human"] == ["go", "next"]
     assert out["messages"][-1].text == "ok: next"
     assert counted == ["x"]  # the tool that had saved its result did not run again

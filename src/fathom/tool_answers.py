@@ -7,8 +7,8 @@ builds those answers here (`tool_error`), and an exception caught at a tool-call
 worded here (`exception_text`): a `FathomError` by its own message (written for the reader),
 anything else by its type and message.
 
-Owns: `tool_error`, `exception_text`. Layer: core, the lowest; it imports nothing of fathom
-but the error root.
+Owns: `tool_error`, `tool_answer`, `exception_text`. Layer: core, the lowest; it imports
+nothing of fathom but the error root.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from langgraph.errors import GraphBubbleUp
 
 from fathom.errors import FathomError
 
-__all__ = ["Failure", "aattempt", "attempt", "exception_text", "tool_error"]
+__all__ = ["Failure", "aattempt", "attempt", "exception_text", "tool_answer", "tool_error"]
 
 R = TypeVar("R")
 logger = logging.getLogger(__name__)
@@ -42,6 +42,21 @@ def tool_error(
         tool_call_id=tool_call_id or "",
         name=name,
         status="error",
+        artifact=artifact,
+    )
+
+
+def tool_answer(
+    content: Any, *, tool_call_id: str | None, name: str | None = None, artifact: Any = None
+) -> ToolMessage:
+    """The successful answer `content` to the tool call `tool_call_id` (of the tool `name`):
+    what a tool returns when it is invoked outside a tool node too, where text would stay
+    text."""
+    return ToolMessage(
+        content=content,
+        tool_call_id=tool_call_id or "",
+        name=name,
+        status="success",
         artifact=artifact,
     )
 

@@ -290,7 +290,7 @@ def test_agent_glob_and_grep_answer_pathological_patterns() -> None:
         tool_call("read_file", {"file_path": DEEP}),
     ]
     found, grepped, *errors = _tool_messages(calls, FILES)
-    assert found.status == "success" and "No files match" in found.text
+    assert found.status == "success" and "No files found" in found.text
     assert grepped.status == "success" and "No matches" in grepped.text
     for message in errors:
         assert message.status == "error"

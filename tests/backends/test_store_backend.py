@@ -661,7 +661,7 @@ def test_agent_per_user_namespace(agent_mode: str) -> None:
     assert bob_read.status == "error"
     assert bob_read.text == "Error: File '/secret.md' not found"
     assert last_tool_message(run_agent(agent, agent_mode, context=bob)).text == (
-        "(no files under `/`)"
+        "No files found"
     )
     assert "alice only" in last_tool_message(run_agent(agent, agent_mode, context=alice)).text
     assert store.get(("alice",), "/secret.md") is not None

@@ -21,7 +21,8 @@ def test_demo_shows_plan_parallel_subagents_approval_edit_and_resume() -> None:
     assert max(started) < min(finished)
     assert "approval needed: write_file" in text
     assert "approve [y] / edit [e] / reject [n]? y" in text
-    assert "result ‹ edit_file: Edited `/GUIDE.md`" in text
+    edited = "Successfully replaced 1 instance(s) of the string in '/GUIDE.md'"
+    assert f"result ‹ edit_file: {edited}" in text
     assert "# calc: a guide" in text
     # the resumed session sees the first session's history
     assert f"› {FOLLOW_UP}" in text

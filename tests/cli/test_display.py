@@ -59,7 +59,7 @@ EVENTS: list[Event] = [
     TextDelta("t1", "The parser is missing."),
     ToolFinished(None, "t1", "task", "No parser module exists."),
     ToolStarted(None, "w1", "write_file", {"file_path": "report.md", "content": LONG}),
-    ToolFinished(None, "w1", "write_file", "Wrote `/report.md`."),
+    ToolFinished(None, "w1", "write_file", "Updated file /report.md"),
     ToolStarted(None, "e1", "execute", {"command": "pytest -q"}),
     ShellOutput(None, "e1", "..F\n1 failed"),
     ShellOutput(None, "e1", ", 2 passed"),
@@ -89,7 +89,7 @@ PLAIN_LINES = [
     "  [general-purpose#1] › The parser is missing.",
     "subagent › general-purpose#1 finished: No parser module exists. [#4]",
     f"call › write_file({WRITE_FILE_ARGS}{'x' * (99 - len(WRITE_FILE_ARGS))}…)",
-    "result ‹ write_file: Wrote `/report.md` (1 line) [#5]",
+    "result ‹ write_file: Updated file /report.md (1 line) [#5]",
     'call › execute({"command": "pytest -q"})',
     "  │ ..F",
     "  │ 1 failed, 2 passed",
@@ -254,7 +254,7 @@ def test_rich_display_prints_finished_items_and_summary(
     assert "● general-purpose#1 Survey the parser module · 1 step · " in text
     assert "  ⎿ No parser module exists." in text
     assert '● write_file({"file_path": "report.md", "content":\n  "xxxxxxxx' in text
-    assert "x…) #5\n  ⎿ Wrote `/report.md` (1 line)" in text
+    assert "x…) #5\n  ⎿ Updated file /report.md (1 line)" in text
     assert (
         '● execute({"command": "pytest -q"}) #6\n  ⎿ exit code 1 · 2 lines of output\n'
         "    ..F\n    1 failed, 2 passed"

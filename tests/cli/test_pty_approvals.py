@@ -228,7 +228,7 @@ def test_fathom_approve_lists_approves_and_rejects(fathom_project: FathomProject
     assert approved.returncode == 0, approved.stderr
     assert "approved: write_file, write_file" in approved.stdout
     assert approved.stdout.rstrip().endswith(
-        f"{ANSWER} results: Wrote `/one.txt`. | Wrote `/two.txt`."), approved.stdout
+        f"{ANSWER} results: Updated file /one.txt | Updated file /two.txt"), approved.stdout
     assert (fp.project / "one.txt").read_text(encoding="utf-8") == "one\n"
     assert (fp.project / "two.txt").read_text(encoding="utf-8") == "two\n"
     again = fp.run("approve", thread, "--all")

@@ -166,7 +166,7 @@ def test_attached_session_answers_approves_and_continues_with_thread_id(
     client = get_sync_client(url=served.url, api_key=None)
     assert client.threads.get_state(thread_id)["interrupts"], "the server's thread is not paused"
     child.sendline("y")
-    child.expect_exact("model › ANSWER: write_file said: Wrote `/notes.txt`")
+    child.expect_exact("model › ANSWER: write_file said: Updated file /notes.txt")
 
     # An edit is shown as a diff against the file in the server's thread state.
     _send(child, "edit notes.txt")
@@ -174,7 +174,10 @@ def test_attached_session_answers_approves_and_continues_with_thread_id(
     child.expect_exact("+++ /notes.txt (proposed)")
     child.expect_exact(APPROVAL_PROMPT)
     child.sendline("y")
-    child.expect_exact("model › ANSWER: edit_file said: Edited `/notes.txt`")
+    child.expect_exact(
+        "model › ANSWER: edit_file said: Successfully replaced 1 instance(s) of the string in "
+        "'/notes.txt'"
+    )
 
     _send(child, "/undo")  # works on local checkpoints only
     child.expect_exact("/undo is not available when attached to a server")

@@ -57,7 +57,7 @@ def test_a_turn_without_an_answer_says_so_and_older_answers_are_not_reused() -> 
         "messages": [
             HumanMessage("first"), AIMessage("old answer"), HumanMessage("write notes"),
             AIMessage("", tool_calls=[{"name": "write_file", "args": {}, "id": "w1"}]),
-            ToolMessage("Wrote `/notes.txt`.", tool_call_id="w1", name="write_file"),
+            ToolMessage("Updated file /notes.txt", tool_call_id="w1", name="write_file"),
         ],
     }
     assert thread_recap(values).splitlines()[1:] == [

@@ -169,7 +169,7 @@ def test_session_turns_persist_and_interrupt_for_approval(tmp_path: Path) -> Non
         assert session.pending("t1")[0].action_requests[0]["name"] == "write_file"
         resume = {a.interrupt_id: {"decisions": [{"type": "approve"}]} for a in first.approvals}
         second = session.run("t1", resume=resume)
-        assert second.status == "done" and second.answer == "wrote it: Wrote `/out.md`."
+        assert second.status == "done" and second.answer == "wrote it: Updated file /out.md"
     assert (tmp_path / "out.md").read_text() == "hi"
     with Session(setup, db, PlainDisplay(out)) as later:  # a new session, same database
         third = later.run("t1", "and now?")

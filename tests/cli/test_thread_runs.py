@@ -108,7 +108,7 @@ def _write_saved(db: Path) -> bool:
                 "AND checkpoint_id=? AND channel='messages'", head).fetchall()
         except sqlite3.OperationalError:  # tables not created yet, or locked
             return False
-    return any(b"Wrote `/kept.txt`" in bytes(value) for (value,) in rows)
+    return any(b"Updated file /kept.txt" in bytes(value) for (value,) in rows)
 
 
 @pytest.mark.timeout(180)  # two starts of the command: a hang bound, sized for a loaded machine
@@ -132,7 +132,7 @@ def test_next_message_after_kill_9_keeps_the_completed_write(
     done, payload = fp.run_json(*OPTIONS, "--thread", "crashed", "next")
     assert done.returncode == 0, done.stderr
     results = {m["name"]: m["content"] for m in payload["messages"] if m["role"] == "tool"}
-    assert results["write_file"] == "Wrote `/kept.txt`."  # not "did not complete"
+    assert results["write_file"] == "Updated file /kept.txt"  # not "did not complete"
     assert "released" in results["execute"]  # the unfinished command ran again
     humans = [m["content"] for m in payload["messages"] if m["role"] == "human"]
     assert humans == [KILL_TASK, "next"]

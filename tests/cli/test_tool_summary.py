@@ -81,7 +81,7 @@ def test_grep_counts_matches_and_files_in_each_output_mode(
     assert _summary(results, "grep_content").headline == "3 matches in 2 files"
     assert _summary(results, "grep_count").headline == "3 matches in 2 files"
     assert _summary(results, "grep_files").headline == "matches in 2 files: a.py, b.py"
-    assert _summary(results, "grep_none").headline == "No matches for 'no such text'."
+    assert _summary(results, "grep_none").headline == "No matches found"
 
 
 def test_read_file_says_how_many_lines(
@@ -96,9 +96,9 @@ def test_read_file_says_how_many_lines(
 def test_writes_and_edits_say_what_changed(
     results: Results,
 ) -> None:
-    assert _summary(results, "write").headline == "Wrote `/new.txt` (3 lines)"
+    assert _summary(results, "write").headline == "Updated file /new.txt (3 lines)"
     assert _summary(results, "edit").headline == (
-        "Edited `/src/b.py`: replaced 1 occurrence (1 line → 2 lines)"
+        "Successfully replaced 1 instance(s) of the string in '/src/b.py' (1 line → 2 lines)"
     )
 
 

@@ -19,7 +19,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from fathom import create_deep_agent, create_file_data
 from fathom.backends.utils import MAX_EDIT_BYTES
-from fathom.middleware.filesystem import FILESYSTEM_PROMPT
+from fathom.middleware.filesystem import (
+    EMPTY_CONTENT_WARNING,
+    FILESYSTEM_PROMPT,
+    GREP_TRUNCATION_NOTE,
+    NO_LINES_REQUESTED_WARNING,
+    READ_FILE_TRUNCATION_MSG,
+)
 from fathom.middleware.filesystem.answers import READ_OUTPUT_CHARS
 from fathom.testing import ScriptedModel, ai, tool_call
 from fathom.testing.scripted import ScriptRequest
@@ -151,7 +157,7 @@ def test_read_file_last_page_has_no_continuation_note(drive) -> None:
 
 def test_read_file_empty_file(drive) -> None:
     run = drive(tool_call("read_file", {"file_path": "/e.txt"}), files={"/e.txt": fd("")})
-    assert assert_success(run.only, "read_file") == "(the file `/e.txt` is empty)"
+    assert assert_success(run.only, "read_file") == EMPTY_CONTENT_WARNING
 
 
 def test_read_file_cuts_long_lines(drive) -> None:
@@ -161,15 +167,15 @@ def test_read_file_cuts_long_lines(drive) -> None:
     )
     assert run.only.text == (
         "     1\t" + "a" * 2000 + " [… 500 more characters on this line]\n     2\tshort"
+        + READ_FILE_TRUNCATION_MSG.format(file_path="/w.txt")
     )
 
 
 def test_read_file_offset_past_end_is_an_error(drive) -> None:
     files = {"/a.txt": fd("one\ntwo\n")}
     run = drive(tool_call("read_file", {"file_path": "/a.txt", "offset": 2}), files=files)
-    assert_error(
-        run, "read_file", "offset 2 is past the end of '/a.txt', which has 2 lines.", "below 2"
-    )
+    text = assert_error(run, "read_file", "'/a.txt'", "below 2")
+    assert text.startswith("Error: Line offset 2 exceeds file length (2 lines)")
     assert run.files == files
 
 
@@ -199,7 +205,7 @@ def test_ls_defaults_to_root_and_lists_subdirectories(drive) -> None:
 
 def test_ls_empty_filesystem(drive) -> None:
     run = drive(tool_call("ls", {"path": "/"}))
-    assert assert_success(run.only, "ls") == "(no files under `/`)"
+    assert assert_success(run.only, "ls") == "No files found"
 
 
 def test_ls_missing_directory_is_an_error(drive) -> None:
@@ -212,7 +218,7 @@ def test_ls_missing_directory_is_an_error(drive) -> None:
 
 def test_write_file_creates_the_file(drive) -> None:
     run = drive(tool_call("write_file", {"file_path": "/new.txt", "content": "fresh\n"}))
-    assert assert_success(run.only, "write_file") == "Wrote `/new.txt`."
+    assert assert_success(run.only, "write_file") == "Updated file /new.txt"
     assert list(run.files) == ["/new.txt"]
     data = run.files["/new.txt"]
     assert data["content"] == "fresh\n"
@@ -233,7 +239,9 @@ def test_two_writes_in_one_message_both_land(drive) -> None:
         tool_call("write_file", {"file_path": "/one.txt", "content": "1"}),
         tool_call("write_file", {"file_path": "/two/two.txt", "content": "2"}),
     )
-    assert [m.text for m in run.tool_messages] == ["Wrote `/one.txt`.", "Wrote `/two/two.txt`."]
+    assert [m.text for m in run.tool_messages] == [
+        "Updated file /one.txt", "Updated file /two/two.txt"
+    ]
     assert {p: d["content"] for p, d in run.files.items()} == {
         "/one.txt": "1",
         "/two/two.txt": "2",
@@ -250,7 +258,7 @@ def test_relative_path_is_rooted_at_slash(drive, mode: str) -> None:
         ],
     )
     wrote, read = run.tool_messages
-    assert wrote.text == "Wrote `/notes/a.md`."
+    assert wrote.text == "Updated file /notes/a.md"
     assert read.status == "success"
     assert read.text == "     1\t# A"
     assert list(run.files) == ["/notes/a.md"]
@@ -260,7 +268,7 @@ def test_relative_path_is_rooted_at_slash(drive, mode: str) -> None:
 def test_write_to_existing_file_overwrites_it(drive) -> None:
     files = {"/a.txt": fd("original\n"), "/b.txt": fd("other\n")}
     run = drive(tool_call("write_file", {"file_path": "/a.txt", "content": "clobber"}), files=files)
-    assert assert_success(run.only, "write_file") == "Wrote `/a.txt`."
+    assert assert_success(run.only, "write_file") == "Updated file /a.txt"
     data = run.files["/a.txt"]
     assert data["content"] == "clobber"
     assert data["created_at"] == OLD  # still the same file: its creation time is kept
@@ -291,7 +299,9 @@ def test_edit_file_replaces_unique_text(drive) -> None:
         tool_call("edit_file", {"file_path": "/a.txt", "old_string": "beta", "new_string": "B"}),
         files=files,
     )
-    assert assert_success(run.only, "edit_file") == "Edited `/a.txt`: replaced 1 occurrence."
+    assert assert_success(run.only, "edit_file") == (
+        "Successfully replaced 1 instance(s) of the string in '/a.txt'"
+    )
     data = run.files["/a.txt"]
     assert data["content"] == "alpha\nB\n"
     assert data["created_at"] == OLD
@@ -307,7 +317,7 @@ def test_edit_file_replace_all_counts_occurrences(drive) -> None:
         ),
         files={"/a.txt": fd("x x x\n")},
     )
-    assert run.only.text == "Edited `/a.txt`: replaced 3 occurrences."
+    assert run.only.text == "Successfully replaced 3 instance(s) of the string in '/a.txt'"
     assert run.files["/a.txt"]["content"] == "y y y\n"
 
 
@@ -318,7 +328,7 @@ def test_edit_file_non_unique_old_string_is_refused(drive) -> None:
         files=files,
     )
     assert_error(
-        run, "edit_file", "old_string appears 3 times in '/a.txt'", "set replace_all=true"
+        run, "edit_file", "Error: String 'x' appears 3 times in file.", "set replace_all=True"
     )
     assert run.files == files
 
@@ -329,7 +339,8 @@ def test_edit_file_old_string_not_found(drive) -> None:
         tool_call("edit_file", {"file_path": "/a.txt", "old_string": "bye", "new_string": "y"}),
         files=files,
     )
-    assert_error(run, "edit_file", "old_string was not found in '/a.txt'", "Read the file")
+    assert run.only.text == "Error: String not found in file: 'bye'"
+    assert_error(run, "edit_file")
     assert run.files == files
 
 
@@ -398,7 +409,7 @@ def test_glob_lists_matching_paths(drive) -> None:
 
 def test_glob_no_matches(drive) -> None:
     run = drive(tool_call("glob", {"pattern": "*.rs"}), files={"/a.py": fd("a")})
-    assert assert_success(run.only, "glob") == "No files match '*.rs' under `/`."
+    assert assert_success(run.only, "glob") == "No files found"
 
 
 def test_glob_invalid_pattern_is_an_error_message(drive) -> None:
@@ -449,7 +460,7 @@ def test_grep_path_and_glob_filters(drive) -> None:
 
 def test_grep_no_matches(drive) -> None:
     run = drive(tool_call("grep", {"pattern": "zzz"}), files=GREP_FILES)
-    assert assert_success(run.only, "grep") == "No matches for 'zzz'."
+    assert assert_success(run.only, "grep") == "No matches found"
 
 
 def test_grep_invalid_output_mode_is_a_validation_error(drive) -> None:
@@ -469,7 +480,7 @@ def test_grep_max_count_caps_the_matches_and_says_more_exist(drive) -> None:
     capped, whole = (m.text for m in run.tool_messages)
     assert capped.splitlines()[:4] == ["/m0.txt:", "  1: hit", "  2: hit", "/m1.txt:"]
     assert capped.splitlines()[4] == "  1: hit"
-    assert "[the search stopped after 3 matches; more exist." in capped
+    assert capped.endswith("\n\n" + GREP_TRUNCATION_NOTE)
     assert "raise max_count" in capped
     assert "stopped" not in whole  # exactly 10 matches: nothing was left out
     assert whole.count(": 2") == 5
@@ -498,8 +509,8 @@ def test_grep_default_cap_comes_from_the_middleware(mode: str) -> None:
         tool_call("grep", {"pattern": "hit", "output_mode": "content", "max_count": 4}),
     ]
     default, asked = _grep_agent(mode, FilesystemMiddleware(grep_max_count=2), calls, MANY)
-    assert default.count(": hit") == 2 and "stopped after 2 matches" in default
-    assert asked.count(": hit") == 4 and "stopped after 4 matches" in asked
+    assert default.count(": hit") == 2 and GREP_TRUNCATION_NOTE in default
+    assert asked.count(": hit") == 4 and GREP_TRUNCATION_NOTE in asked
     (uncapped,) = _grep_agent(mode, FilesystemMiddleware(grep_max_count=None), calls[:1], MANY)
     assert uncapped.count(": hit") == 10 and "stopped" not in uncapped
 
@@ -523,14 +534,14 @@ def test_grep_caps_a_backend_whose_grep_takes_no_max_count(mode: str) -> None:
     calls = [tool_call("grep", {"pattern": "hit", "output_mode": "content", "max_count": 3})]
     (text,) = _grep_agent(mode, FilesystemMiddleware(backend=OldGrep()), calls, MANY)
     assert seen == [("hit", None, None)]
-    assert text.count(": hit") == 3 and "stopped after 3 matches" in text
+    assert text.count(": hit") == 3 and GREP_TRUNCATION_NOTE in text
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
 def test_grep_max_count_setting_is_checked_at_construction(bad: Any) -> None:
     from fathom.middleware.filesystem import FilesystemMiddleware
 
-    with pytest.raises(ValueError, match="grep_max_count must be a positive integer or None"):
+    with pytest.raises(ValueError, match="grep_max_count must be positive or None"):
         FilesystemMiddleware(grep_max_count=bad)
 
 
@@ -564,8 +575,9 @@ def test_read_missing_file(drive) -> None:
 def test_path_above_root_is_refused(drive, call: dict, tool: str) -> None:
     files = {"/a.txt": fd("a")}
     run = drive(call, files=files)
-    text = assert_error(run, tool, "goes above the root with '..'", "Give an absolute path")
-    assert f"'{call['args'].get('file_path', call['args'].get('path'))}'" in text
+    text = assert_error(run, tool)
+    path = call["args"].get("file_path", call["args"].get("path"))
+    assert text == f"Error: Path traversal not allowed: {path}"
     assert run.files == files
 
 
@@ -580,7 +592,9 @@ def test_path_above_root_is_refused(drive, call: dict, tool: str) -> None:
 def test_home_tilde_path_is_refused(drive, call: dict, tool: str) -> None:
     files = {"/a.txt": fd("a")}
     run = drive(call, files=files)
-    assert_error(run, tool, "starts with '~'", "Give an absolute path inside the filesystem")
+    text = assert_error(run, tool)
+    path = call["args"].get("file_path", call["args"].get("path"))
+    assert text == f"Error: Path traversal not allowed: {path}"
     assert run.files == files
 
 
@@ -694,8 +708,8 @@ def test_read_huge_file_default_output_is_bounded_and_says_how_to_continue(
     first_lines = first.text.splitlines()
     assert first_lines[0] == "     1\t0000000" + FILL
     stop = re.fullmatch(
-        r"\[output stopped at line (\d+) to stay under 60000 characters; "
-        r"call read_file with offset=(\d+) to continue\]",
+        r"\[Output was truncated due to size limits: it stopped at line (\d+) to stay under "
+        r"60,000 characters; call read_file with offset=(\d+) to continue\]",
         first_lines[-1],
     )
     assert stop is not None
@@ -742,7 +756,10 @@ def test_read_single_huge_line_is_cut_with_a_note(drive) -> None:
     files = {"/one.line": fd("z" * 3_000_000)}
     run = drive(tool_call("read_file", {"file_path": "/one.line"}), files=files)
     text = assert_success(run.only, "read_file")
-    assert text == "     1\t" + "z" * 2000 + " [… 2998000 more characters on this line]"
+    assert text == (
+        "     1\t" + "z" * 2000 + " [… 2998000 more characters on this line]"
+        + READ_FILE_TRUNCATION_MSG.format(file_path="/one.line")
+    )
     assert len(text) < 70_000
     assert_finished(run)
 
@@ -757,12 +774,22 @@ def test_read_file_with_non_integer_offset_is_a_validation_error(drive) -> None:
     assert run.files == files
 
 
-def test_read_file_with_negative_offset_is_a_validation_error(drive) -> None:
+def test_read_file_with_negative_offset_reads_from_the_start_and_says_so(drive) -> None:
     run = drive(
         tool_call("read_file", {"file_path": "/a.txt", "offset": -1}),
         files={"/a.txt": fd("a\n")},
     )
-    assert_error(run, "read_file", "offset", "greater than or equal to 0")
+    text = assert_success(run.only, "read_file")
+    assert text.startswith("     1\ta\n")
+    assert "offset -1 is before the start of the file" in text
+
+
+def test_read_file_with_no_lines_requested_says_the_file_was_not_read(drive) -> None:
+    run = drive(
+        tool_call("read_file", {"file_path": "/a.txt", "limit": 0}),
+        files={"/a.txt": fd("a\n")},
+    )
+    assert assert_success(run.only, "read_file") == NO_LINES_REQUESTED_WARNING.format(limit=0)
 
 
 def test_read_file_without_file_path_is_a_validation_error(drive) -> None:
@@ -875,8 +902,12 @@ def test_ainvoke_gives_the_same_results_as_invoke() -> None:
         summary(sync)
         == summary(asynchronous)
         == [
-            ("write_file", "success", "Wrote `/s.txt`."),
-            ("edit_file", "success", "Edited `/s.txt`: replaced 1 occurrence."),
+            ("write_file", "success", "Updated file /s.txt"),
+            (
+                "edit_file",
+                "success",
+                "Successfully replaced 1 instance(s) of the string in '/s.txt'",
+            ),
             ("read_file", "error", "Error: File '/missing' not found"),
             ("read_file", "success", "     1\tone\n     2\t2"),
         ]

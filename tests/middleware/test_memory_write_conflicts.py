@@ -156,7 +156,7 @@ def test_a_stale_write_is_refused_with_the_current_text_and_both_facts_are_kept(
     assert refused.status == "error"
     assert CHANGED in refused.text and "was not applied" in refused.text
     assert "- lives in Lyon" in refused.text  # the current text is shown
-    assert answers[2].status != "error" and answers[2].text == f"Wrote `{PATH}`."
+    assert answers[2].status != "error" and answers[2].text == f"Updated file {PATH}"
 
 
 def test_a_stale_first_write_of_a_new_file_is_refused_too() -> None:
@@ -194,7 +194,7 @@ def test_an_edit_whose_old_string_is_still_there_applies_to_the_current_text() -
     assert stored(store) == "# Notes\n- likes tea\n- lives in Lyon\n"
     edit = tool_answers(state)[-1]
     assert edit.status != "error"
-    assert edit.text == f"Edited `{PATH}`: replaced 1 occurrence."
+    assert edit.text == f"Successfully replaced 1 instance(s) of the string in '{PATH}'"
 
 
 def test_an_edit_whose_old_string_another_writer_changed_is_told_and_retried() -> None:
@@ -219,7 +219,7 @@ def test_one_writer_alone_gets_the_answers_it_always_got() -> None:
     )
     answers = tool_answers(state)
     assert answers[0].text == "     1\t# Notes"
-    assert answers[1].text == f"Wrote `{PATH}`."
+    assert answers[1].text == f"Updated file {PATH}"
     assert stored(store) == "# Notes\n- likes tea\n"
 
 
@@ -240,7 +240,7 @@ def test_a_writer_may_write_again_over_its_own_write_but_not_over_anothers() -> 
     config = {"configurable": {"thread_id": "mine"}}
     agent.invoke(say("one"), config)
     again = agent.invoke(say("two"), config)  # its own write is the version it last saw
-    assert tool_answers(again)[-1].text == f"Wrote `{PATH}`."
+    assert tool_answers(again)[-1].text == f"Updated file {PATH}"
     StoreBackend(namespace=NS, store=store).write(PATH, "- lives in Lyon\n")  # another writer
     refused = tool_answers(agent.invoke(say("three"), config))[-1]
     assert refused.status == "error" and CHANGED in refused.text

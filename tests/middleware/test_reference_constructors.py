@@ -60,7 +60,7 @@ def test_filesystem_tools_all_offers_every_file_tool(tools: Any) -> None:
 def test_filesystem_tools_bad_lists_raise_naming_the_fix() -> None:
     with pytest.raises(ValueError, match="unknown tools \\['lss'\\]"):
         FilesystemMiddleware(tools=["lss", "read_file"])
-    with pytest.raises(ValueError, match="must include 'read_file'"):
+    with pytest.raises(ValueError, match="read_file must be included in tools"):
         FilesystemMiddleware(tools=["ls"])
 
 

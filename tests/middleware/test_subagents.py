@@ -564,12 +564,12 @@ def writer_agent(**kwargs):
 @pytest.mark.parametrize(
     ("decision", "content", "says"),
     [
-        ({"type": "approve"}, "draft", "Wrote `/out.md`"),
+        ({"type": "approve"}, "draft", "Updated file /out.md"),
         (
             {"type": "edit", "edited_action": {"name": "write_file",
              "args": {"file_path": "/out.md", "content": "edited"}}},
             "edited",
-            "Wrote `/out.md`",
+            "Updated file /out.md",
         ),
         ({"type": "reject", "message": "not now"}, None, "not now"),
     ],

@@ -75,7 +75,7 @@ def _policy(request: ScriptRequest) -> AIMessage:
         return ai("", tool_call(WRITE_TODOS_TOOL, {"todos": _todos(2)}))
     written = [m for m in request.turn_messages
                if isinstance(m, ToolMessage) and m.name == "write_file"]  # fmt: skip
-    if not written or "Wrote" not in str(written[-1].content):
+    if not written or "Updated file" not in str(written[-1].content):
         return ai(f"Writing NOTES.md failed: {written[-1].content if written else 'no result'}")
     return ai(f"NOTES.md is written ({len(NOTES.splitlines())} lines) and the plan is done.")
 

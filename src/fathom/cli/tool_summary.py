@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.middleware.execute import EXECUTE_TOOL
+from fathom.middleware.filesystem.answers import NO_FILES_FOUND, NO_MATCHES_FOUND
 
 __all__ = ["ResultLog", "ToolSummary", "summarize"]
 
@@ -110,7 +111,7 @@ def _listing(headline: str, paths: list[str], notes: list[str]) -> ToolSummary:
 
 def _ls(args: dict[str, Any], text: str) -> ToolSummary:
     rows = _rows(text)
-    if len(rows) == 1 and rows[0].startswith("(no files"):
+    if len(rows) == 1 and rows[0] == NO_FILES_FOUND:
         return ToolSummary(rows[0])
     listed, more, notes = _hidden_count(rows)
     paths = [row.split("  (", 1)[0] for row in listed]
@@ -123,7 +124,7 @@ def _ls(args: dict[str, Any], text: str) -> ToolSummary:
 
 def _glob(args: dict[str, Any], text: str) -> ToolSummary:
     rows = _rows(text)
-    if rows and rows[0].startswith("No files match"):
+    if rows and rows[0] == NO_FILES_FOUND:
         return ToolSummary(_cut(rows[0]), tuple(_cut(r) for r in rows[1:]))
     listed, more, notes = _hidden_count(rows)
     return _listing(_plural(len(listed) + more, "file"), listed, notes)
@@ -131,7 +132,7 @@ def _glob(args: dict[str, Any], text: str) -> ToolSummary:
 
 def _grep(args: dict[str, Any], text: str) -> ToolSummary:
     rows = _rows(text)
-    if rows and rows[0].startswith("No matches for"):
+    if rows and rows[0] == NO_MATCHES_FOUND:
         return ToolSummary(_cut(rows[0]), tuple(_cut(r) for r in rows[1:]))
     listed, more, notes = _hidden_count(rows)
     names: list[str] = []

@@ -3,32 +3,50 @@
 Every problem the model can cause (a missing file, a path outside the root, a binary or
 oversized file, a non-unique edit) comes back as an error `ToolMessage` that says what to do
 next; nothing raises into the agent loop and nothing is half-written.
+
+Each tool answers as the reference's do, also when invoked directly
+(`tool.invoke({"runtime": runtime, **args})` or with a `ToolCall` whose arguments carry the
+runtime): a `ToolMessage` with a `status` of `"success"` or `"error"`, or, when the backend
+keeps files in the thread's state, a `Command` updating `files` that carries it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import functools
+import re
+import sys
+import threading
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
+    AgentState,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
 )
 from langchain.tools import ToolRuntime
+from langchain_core._api.deprecation import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from fathom.backends._paths import PathError, normalize_path
+from fathom.backends.composite import CompositeBackend
 from fathom.backends.errors import ErrorKind, error_kind
 from fathom.backends.policy import PolicyBackend
 from fathom.backends.protocol import (
     BackendOrFactory,
     BackendProtocol,
+    Call,
     HookRuntime,
     Plan,
     adopt,
@@ -37,19 +55,30 @@ from fathom.backends.protocol import (
     call,
     cap_grep,
     drive,
+    is_factory,
     resolve_backend,
     run_call,
+    supports_execute,
 )
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import positive_seconds
 from fathom.backends.versions import ABSENT, expecting
 from fathom.middleware.context.blob_offload import BlobOffload, blobs_in_state
-from fathom.middleware.context.budget import OFFLOAD_TOKENS
+from fathom.middleware.context.budget import CHARS_PER_TOKEN, OFFLOAD_TOKENS
 from fathom.middleware.context.eviction import HumanMessageEviction, with_command
 from fathom.middleware.context.offload import ToolResultOffload
 from fathom.middleware.filesystem import media
 from fathom.middleware.filesystem.answers import (
+    EMPTY_CONTENT_WARNING,
+    GLOB_PATHLESS_DENIED_HINT,
+    GLOB_TRUNCATION_NOTE,
+    GLOB_UNREADABLE_NOTE,
+    GREP_TRUNCATION_NOTE,
+    NO_LINES_REQUESTED_WARNING,
+    READ_FILE_TRUNCATION_MSG,
+    READ_OUTPUT_CHARS,
     change_answer,
+    delete_message,
     edit_message,
     error_message,
     glob_answer,
@@ -65,16 +94,48 @@ from fathom.middleware.permissions import (
     check_permissions_apply,
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.state import FilesState, FilesystemState
-from fathom.tool_answers import tool_error
+from fathom.state import FileData, FilesState, FilesystemState
+from fathom.tool_answers import tool_answer, tool_error
 
 __all__ = [
+    "DEFAULT_READ_LIMIT",
+    "DEFAULT_READ_OFFSET",
+    "DELETE_TOOL_DESCRIPTION",
+    "EDIT_FILE_TOOL_DESCRIPTION",
+    "EMPTY_CONTENT_WARNING",
     "FILESYSTEM_PROMPT",
     "FILESYSTEM_TOOL_NAMES",
+    "GLOB_PATHLESS_DENIED_HINT",
+    "GLOB_TIMEOUT",
+    "GLOB_TOOL_DESCRIPTION",
+    "GLOB_TRUNCATION_NOTE",
+    "GLOB_UNREADABLE_NOTE",
+    "GREP_GLOB_DESCRIPTION",
     "GREP_MAX_COUNT",
+    "GREP_OUTPUT_MODE_DESCRIPTION",
+    "GREP_TOOL_DESCRIPTION",
+    "GREP_TRUNCATION_NOTE",
+    "LIST_FILES_TOOL_DESCRIPTION",
+    "NO_LINES_REQUESTED_WARNING",
+    "NUM_CHARS_PER_TOKEN",
+    "READ_FILE_TOOL_DESCRIPTION",
+    "READ_FILE_TRUNCATION_MSG",
+    "TOOLS_EXCLUDED_FROM_EVICTION",
+    "WRITE_FILE_TOOL_DESCRIPTION",
+    "DeleteSchema",
+    "EditFileSchema",
+    "FileData",
     "FilesystemMiddleware",
+    "FilesystemOperation",
+    "FilesystemPermission",
     "FilesystemState",
     "FsToolName",
+    "GlobSchema",
+    "GrepSchema",
+    "LsSchema",
+    "ReadFileSchema",
+    "WriteFileSchema",
+    "supports_execution",
 ]
 
 FILESYSTEM_TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep")
@@ -84,79 +145,150 @@ FsToolName = Literal[
 ]
 """A name `FilesystemMiddleware(tools=[...])` accepts (the reference's `FsToolName`)."""
 
+FilesystemOperation = Literal["read", "write"]
+"""Whether a file tool reads or changes files (the reference's name; permission rules name
+these operations)."""
+
 FILESYSTEM_PROMPT = """## Files
 
 You have a filesystem rooted at `/`: `ls` lists a directory, `read_file` reads a file with line numbers (page with `offset`/`limit`), `write_file` writes a whole file (creating it, or replacing an existing one), `edit_file` replaces exact text in an existing one, `delete` removes a file or a directory with everything in it, `glob` finds files by name pattern and `grep` finds text in files. Use absolute paths such as `/notes/plan.md`. Read a file before you edit it. Save long material you will need later to a file instead of repeating it in messages."""  # noqa: E501
 
-READ_DEFAULT_LIMIT = 2000
-"""Lines `read_file` returns when the model gives no `limit` (the reference's backend default)."""
+DEFAULT_READ_OFFSET = 0
+"""The line `read_file` starts at when the model gives no `offset` (0-based)."""
+
+DEFAULT_READ_LIMIT = 2000
+"""Lines `read_file` returns when the model gives no `limit` (the reference's tool: 100; its
+backends: 2,000). Every answer also stops before `READ_OUTPUT_CHARS` characters."""
+
+READ_DEFAULT_LIMIT = DEFAULT_READ_LIMIT
+"""fathom's earlier name of `DEFAULT_READ_LIMIT`."""
+
+NUM_CHARS_PER_TOKEN = CHARS_PER_TOKEN
+"""Characters counted as one token where sizes are estimated (the reference's 4)."""
+
+GLOB_TIMEOUT = 10.0
+"""Seconds a `glob` may run; a longer one answers with an error naming this limit. Read at
+call time from `fathom.middleware.filesystem.GLOB_TIMEOUT`, so patching it there (as the
+reference's tests do with theirs) changes the limit."""
+
+_GLOB_WORKERS = 4
+"""Sync `glob` calls run on a shared pool of this many threads, so a stuck backend can be
+given up on; when all are busy a call is refused rather than queued."""
+
+TOOLS_EXCLUDED_FROM_EVICTION = (
+    "ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"
+)
+"""The file tools whose results are never saved to a file when they are large: they bound
+their own answers (the reference's tuple)."""
+
+LIST_FILES_TOOL_DESCRIPTION = (
+    "List the files and directories directly under a directory, with size and time."
+)
+
+READ_FILE_TOOL_DESCRIPTION = (
+    "Read a file. Text comes back with 1-based line numbers; use offset (0-based line) and "
+    "limit to page through long files, and to read a large tool result offloaded to a file. "
+    "Images come back as images."
+)
+
+WRITE_FILE_TOOL_DESCRIPTION = (
+    "Write a file with the given content: creates it, or replaces the whole content of an "
+    "existing file. To change part of a file, use edit_file."
+)
+
+EDIT_FILE_TOOL_DESCRIPTION = (
+    "Replace exact text in an existing file. old_string must occur exactly once unless "
+    "replace_all is true."
+)
+
+DELETE_TOOL_DESCRIPTION = (
+    "Delete a file, or a directory and everything in it. This cannot be undone: delete only "
+    "what is no longer needed, and a directory in one call rather than file by file."
+)
+
+GLOB_TOOL_DESCRIPTION = (
+    "Find files by glob pattern, e.g. '*.py' (any depth), 'src/**/*.md', '/*.txt' "
+    "(top level only)."
+)
+
+GREP_TOOL_DESCRIPTION = (
+    "Search file contents for a literal string (not a regex). At most max_count matches "
+    "come back (a default cap applies); a note says when more exist. Offloaded large tool "
+    "results are under large_tool_results/ in the artifacts root."
+)
+
+GREP_GLOB_DESCRIPTION = "Only search files matching this glob (not a regex), e.g. '*.py'."
+
+GREP_OUTPUT_MODE_DESCRIPTION = (
+    "'files_with_matches' (paths), 'content' (matching lines with numbers) or 'count'."
+)
 
 DESCRIPTIONS = {
-    "ls": "List the files and directories directly under a directory, with size and time.",
-    "read_file": (
-        "Read a file. Text comes back with 1-based line numbers; use offset (0-based line) "
-        "and limit to page through long files. Images come back as images."
-    ),
-    "write_file": (
-        "Write a file with the given content: creates it, or replaces the whole content of "
-        "an existing file. To change part of a file, use edit_file."
-    ),
-    "edit_file": (
-        "Replace exact text in an existing file. old_string must occur exactly once unless "
-        "replace_all is true."
-    ),
-    "delete": (
-        "Delete a file, or a directory and everything in it. This cannot be undone: delete "
-        "only what is no longer needed, and a directory in one call rather than file by file."
-    ),
-    "glob": (
-        "Find files by glob pattern, e.g. '*.py' (any depth), 'src/**/*.md', '/*.txt' "
-        "(top level only)."
-    ),
-    "grep": (
-        "Search file contents for a literal string. output_mode: 'files_with_matches' "
-        "(default), 'content' (matching lines with numbers) or 'count'. At most max_count "
-        "matches come back (a default cap applies); a note says when more exist."
-    ),
+    "ls": LIST_FILES_TOOL_DESCRIPTION,
+    "read_file": READ_FILE_TOOL_DESCRIPTION,
+    "write_file": WRITE_FILE_TOOL_DESCRIPTION,
+    "edit_file": EDIT_FILE_TOOL_DESCRIPTION,
+    "delete": DELETE_TOOL_DESCRIPTION,
+    "glob": GLOB_TOOL_DESCRIPTION,
+    "grep": GREP_TOOL_DESCRIPTION,
 }
+"""Each file tool's default description (`custom_tool_descriptions=` replaces them)."""
 
 
-class LsInput(BaseModel):
+class LsSchema(BaseModel):
+    """The arguments of `ls`."""
+
     path: str = Field(default="/", description="Absolute directory path.")
 
 
-class ReadFileInput(BaseModel):
+class ReadFileSchema(BaseModel):
+    """The arguments of `read_file`."""
+
     file_path: str = Field(description="Absolute path of the file.")
-    offset: int = Field(default=0, ge=0, description="0-based line to start from.")
-    limit: int = Field(default=READ_DEFAULT_LIMIT, ge=1, description="Maximum lines to return.")
+    offset: int = Field(default=DEFAULT_READ_OFFSET, description="0-based line to start from.")
+    limit: int = Field(default=DEFAULT_READ_LIMIT, description="Maximum lines to return.")
 
 
-class WriteFileInput(BaseModel):
+class WriteFileSchema(BaseModel):
+    """The arguments of `write_file`."""
+
     file_path: str = Field(description="Absolute path of the file to write.")
     content: str = Field(description="The full text of the file.")
 
 
-class EditFileInput(BaseModel):
+class EditFileSchema(BaseModel):
+    """The arguments of `edit_file`."""
+
     file_path: str = Field(description="Absolute path of the file.")
     old_string: str = Field(description="Exact text to replace.")
     new_string: str = Field(description="Text to put in its place.")
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
 
 
-class DeleteInput(BaseModel):
+class DeleteSchema(BaseModel):
+    """The arguments of `delete`."""
+
     file_path: str = Field(description="Absolute path of the file or directory to delete.")
 
 
-class GlobInput(BaseModel):
+class GlobSchema(BaseModel):
+    """The arguments of `glob`."""
+
     pattern: str = Field(description="Glob pattern; supports *, ?, ** and {a,b}.")
-    path: str = Field(default="/", description="Directory to search under.")
+    path: str | None = Field(
+        default=None, description="Directory to search under (default: the backend's default root)."
+    )
 
 
-class GrepInput(BaseModel):
+class GrepSchema(BaseModel):
+    """The arguments of `grep`."""
+
     pattern: str = Field(description="Literal text to search for (not a regex).")
     path: str | None = Field(default=None, description="Directory or file to search.")
-    glob: str | None = Field(default=None, description="Only search files matching this glob.")
-    output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
+    glob: str | None = Field(default=None, description=GREP_GLOB_DESCRIPTION)
+    output_mode: Literal["files_with_matches", "content", "count"] = Field(
+        default="files_with_matches", description=GREP_OUTPUT_MODE_DESCRIPTION
+    )
     max_count: int | None = Field(
         default=None,
         gt=0,
@@ -171,7 +303,47 @@ Backend = BackendOrFactory
 """What `backend=` accepts: a backend, or a factory called once per tool call."""
 
 
+def supports_execution(backend: BackendProtocol) -> bool:
+    """Whether `backend` runs shell commands (a `CompositeBackend`: its default backend)."""
+    return supports_execute(backend)
+
+
 _CHANGING_TOOLS = ("write_file", "edit_file", "delete")
+
+PARALLEL_MUTATION_ERROR = "Error: parallel file mutations to the same path are not allowed."
+"""How a second change of one file in one model turn is refused (the reference's words)."""
+
+_WINDOWS_DRIVE = re.compile(r"^[a-zA-Z]:")
+
+
+def checked_path(path: str) -> str:
+    """`path` as the file tools pass it on: backslashes turned into `/`.
+
+    Raises:
+        ValueError: a `..` part or a leading `~` ("Path traversal not allowed: ..."), or a
+            Windows drive (`C:`), each with the reference's words. The backend normalises
+            what passes (relative paths start at `/`) and refuses what it cannot serve.
+    """
+    posix = path.replace("\\", "/")
+    if ".." in posix.split("/") or path.startswith("~"):
+        raise ValueError(f"Path traversal not allowed: {path}")
+    if _WINDOWS_DRIVE.match(path):
+        raise ValueError(
+            f"Windows absolute paths are not supported: {path}. Please use virtual paths "
+            "starting with / (e.g., /workspace/file.txt)"
+        )
+    return posix
+
+
+def _refused_path(path: Any, runtime: ToolRuntime, tool: str) -> tuple[Any, ToolMessage | None]:
+    """`(checked path, None)`, or `(None, the error answer)` for a path `checked_path`
+    refuses. A path that is not text is left to the backend."""
+    if not isinstance(path, str):
+        return path, None
+    try:
+        return checked_path(path), None
+    except ValueError as refused:
+        return None, error_message(f"Error: {refused}", runtime, tool)
 
 
 def _same_path(a: Any, b: str) -> bool:
@@ -205,9 +377,10 @@ def earlier_change_in_turn(runtime: ToolRuntime, file_path: str) -> str | None:
 
 def _conflict_error(earlier: str, file_path: str, runtime: ToolRuntime, tool: str) -> ToolMessage:
     return error_message(
-        f"Error: an earlier {earlier} call in this same turn already changes `{file_path}`, and "
-        "calls in one turn all see the file as it was before the turn. Read the file and make "
-        "this change in your next turn, or combine both changes into one call.",
+        f"{PARALLEL_MUTATION_ERROR} An earlier {earlier} call in this same turn already "
+        f"changes `{file_path}`, and calls in one turn all see the file as it was before the "
+        "turn. Read the file and make this change in your next turn, or combine both changes "
+        "into one call.",
         runtime,
         tool,
     )
@@ -223,15 +396,108 @@ GREP_MAX_COUNT = 1000
 """The default cap on the matches of one `grep` call (`FilesystemMiddleware(grep_max_count=)`)."""
 
 
-def delete_message(result: Any) -> str:
-    """The `delete` tool's answer on success."""
-    return f"Deleted `{result.path}`" if result.path else "Deleted."
-
-
 _CHANGE_MESSAGES = {
     "write_file": write_message, "edit_file": edit_message, "delete": delete_message
 }
 """Each changing tool's answer on success."""
+
+
+class _StepFailed:
+    """What a guarded backend call gives its plan instead of a result: the error text
+    (the call raised, or did not finish in time)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _glob_timeout() -> float:
+    """`GLOB_TIMEOUT` as it is now in `fathom.middleware.filesystem` (where callers patch
+    it), else this module's."""
+    package = sys.modules.get(__package__ or "")
+    value = getattr(package, "GLOB_TIMEOUT", GLOB_TIMEOUT)
+    return value if isinstance(value, int | float) else GLOB_TIMEOUT
+
+
+def _timed_out() -> _StepFailed:
+    return _StepFailed(
+        f"Error: glob timed out after {_glob_timeout()}s. Try a more specific pattern or a "
+        "narrower path."
+    )
+
+
+def _glob_failed(error: BaseException) -> _StepFailed:
+    return _StepFailed(f"Error: glob failed: {error}")
+
+
+_glob_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_glob_slots = threading.BoundedSemaphore(_GLOB_WORKERS)
+_glob_pool_lock = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _glob_pool
+    with _glob_pool_lock:
+        if _glob_pool is None:
+            _glob_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_GLOB_WORKERS, thread_name_prefix="fathom-glob"
+            )
+        return _glob_pool
+
+
+def _timed_step(step: Call) -> Any:
+    """Run a `glob` call for `drive` with `GLOB_TIMEOUT` on a pool thread: a stuck
+    backend is given up on (its thread finishes in the background), and an exception from
+    the backend becomes an error answer rather than escaping the tool."""
+    if not _glob_slots.acquire(blocking=False):
+        return _StepFailed(
+            "Error: too many glob calls are already running. Try again later with a more "
+            "specific pattern or a narrower path."
+        )
+    context = contextvars.copy_context()
+
+    def work() -> Any:
+        try:
+            return context.run(run_call, step)
+        finally:
+            _glob_slots.release()
+
+    try:
+        future = _pool().submit(work)
+    except BaseException:
+        _glob_slots.release()
+        raise
+    done, _ = concurrent.futures.wait([future], timeout=_glob_timeout())
+    if not done:
+        if future.cancel():
+            _glob_slots.release()
+        return _timed_out()
+    try:
+        return future.result()
+    except (NotImplementedError, GraphBubbleUp):
+        raise
+    except Exception as error:  # boundary: a failing backend is the glob's answer
+        return _glob_failed(error)
+
+
+def _discard(task: asyncio.Future[Any]) -> None:
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
+
+
+async def _atimed_step(step: Call) -> Any:
+    """`_timed_step` for `adrive`: the backend's async call, given up on at the timeout."""
+    task = asyncio.ensure_future(arun_call(step))
+    done, _ = await asyncio.wait({task}, timeout=_glob_timeout())
+    if not done:
+        task.add_done_callback(_discard)
+        task.cancel()
+        return _timed_out()
+    try:
+        return task.result()
+    except (NotImplementedError, GraphBubbleUp):
+        raise
+    except Exception as error:  # boundary: as in `_timed_step`
+        return _glob_failed(error)
 
 
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
@@ -245,48 +511,74 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         return resolved
 
     def ls(runtime: ToolRuntime, path: str = "/") -> Plan[Any]:
+        """List the entries directly under a directory."""
+        path, refused = _refused_path(path, runtime, "ls")
+        if refused is not None:
+            return refused
         result = yield call(backend(runtime), "ls", path)
         return ls_answer(result, path, runtime)
 
     video = media.video_enabled()  # videos are read as frames (the `video` extra)
 
     def read_file(
-        runtime: ToolRuntime, file_path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT
+        runtime: ToolRuntime,
+        file_path: str,
+        offset: int = DEFAULT_READ_OFFSET,
+        limit: int = DEFAULT_READ_LIMIT,
     ) -> Plan[Any]:
-        result = yield call(backend(runtime), "read", file_path, offset, limit)
+        """Read a file's lines, a window at a time."""
+        file_path, refused = _refused_path(file_path, runtime, "read_file")
+        if refused is not None:
+            return refused
+        result = yield call(
+            backend(runtime), "read", file_path, offset=max(offset, 0), limit=max(limit, 0)
+        )
         answer = media.media_answer(result, file_path, offset, limit, runtime, video=video)
         if answer is None:
-            answer = read_answer(result, file_path, offset, limit, runtime)
+            answer = read_answer(result, file_path, offset, limit, runtime, middleware.read_chars)
         return with_version(answer, runtime, "read_file", file_path, _read_version(result))
 
     def change(
-        runtime: ToolRuntime, tool: str, method: str, *args: Any, expected: str | None = None
+        runtime: ToolRuntime,
+        tool: str,
+        method: str,
+        *args: Any,
+        expected: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        old_string: str | None = None,
     ) -> Plan[Any]:
         """A change of `args[0]` by `tool` (the backend's `method`), refused when another
         call of this turn changes the same file, and applied only while the file is at the
         `expected` version (when given). Its answer records the file's new version."""
-        file_path = args[0]
+        file_path, refused = _refused_path(args[0], runtime, tool)
+        if refused is not None:
+            return refused
+        args = (file_path, *args[1:])
         if earlier := earlier_change_in_turn(runtime, file_path):
             return _conflict_error(earlier, file_path, runtime, tool)
         target = backend(runtime)
         with expecting(expected):
-            result = yield call(target, method, *args)
+            result = yield call(target, method, *args, **(options or {}))
         if result.error and tool != "delete" and (seen := seen_version(runtime, file_path)):
-            refused = error_kind(result.error) is ErrorKind.CHANGED and expected is not None
-            if refused or error_kind(result.error) in _STALE_EDIT_ERRORS:
-                current = yield call(target, "read", file_path, 0, READ_DEFAULT_LIMIT)
+            refused_change = error_kind(result.error) is ErrorKind.CHANGED and expected is not None
+            if refused_change or error_kind(result.error) in _STALE_EDIT_ERRORS:
+                current = yield call(target, "read", file_path, offset=0, limit=DEFAULT_READ_LIMIT)
                 version = _read_version(current)
-                if refused or version != seen:
-                    shown = read_answer(current, file_path, 0, READ_DEFAULT_LIMIT, runtime)
+                if refused_change or version != seen:
+                    shown = read_answer(
+                        current, file_path, 0, DEFAULT_READ_LIMIT, runtime, middleware.read_chars
+                    )
                     return changed_answer(runtime, tool, file_path, shown, version)
-        answer = change_answer(result, runtime, tool, _CHANGE_MESSAGES[tool](result), file_path)
+        message = _CHANGE_MESSAGES[tool](result)
+        answer = change_answer(result, runtime, tool, message, file_path, old_string=old_string)
         if result.error:
             return answer
         version = ABSENT if tool == "delete" else getattr(result, "version", None)
         return with_version(answer, runtime, tool, file_path, version)
 
     def write_file(runtime: ToolRuntime, file_path: str, content: str) -> Plan[Any]:
-        expected = seen_version(runtime, file_path)
+        """Create a file, or replace the whole content of one."""
+        expected = seen_version(runtime, file_path) if isinstance(file_path, str) else None
         return change(runtime, "write_file", "write", file_path, content, expected=expected)
 
     def edit_file(
@@ -296,15 +588,28 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         new_string: str,
         replace_all: bool = False,
     ) -> Plan[Any]:
-        return change(runtime, "edit_file", "edit", file_path, old_string, new_string, replace_all)
-
-    # -- delete: a file, or a directory recursively ------------------------------------
+        """Replace exact text in a file."""
+        return change(
+            runtime, "edit_file", "edit", file_path, old_string, new_string,
+            options={"replace_all": replace_all}, old_string=old_string,
+        )
 
     def delete(runtime: ToolRuntime, file_path: str) -> Plan[Any]:
+        """Delete a file, or a directory with everything in it."""
         return change(runtime, "delete", "delete", file_path)
 
-    def glob(runtime: ToolRuntime, pattern: str, path: str = "/") -> Plan[Any]:
-        result = yield call(backend(runtime), "glob", pattern, path)
+    def glob(runtime: ToolRuntime, pattern: str, path: str | None = None) -> Plan[Any]:
+        """Find files whose path matches a glob pattern."""
+        if path is not None:
+            path, refused = _refused_path(path, runtime, "glob")
+            if refused is not None:
+                return refused
+        result = yield call(backend(runtime), "glob", pattern, path=path)
+        if isinstance(result, _StepFailed):
+            return error_message(result.text, runtime, "glob")
+        if path is None and result.error and error_kind(result.error) is ErrorKind.PERMISSION:
+            text = error_message(result.error, runtime, "glob").text.rstrip(".")
+            return error_message(text + GLOB_PATHLESS_DENIED_HINT, runtime, "glob")
         return glob_answer(result, pattern, path, runtime)
 
     def grep(
@@ -315,33 +620,43 @@ def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:
         output_mode: str = "files_with_matches",
         max_count: int | None = None,
     ) -> Plan[Any]:
+        """Find the lines of files that contain a literal string."""
+        if path is not None:
+            path, refused = _refused_path(path, runtime, "grep")
+            if refused is not None:
+                return refused
         cap = max_count if max_count is not None else middleware.grep_max_count
-        result = yield call(backend(runtime), "grep", pattern, path, glob, max_count=cap)
-        return grep_answer(cap_grep(result, cap), pattern, output_mode, runtime, path)
+        result = yield call(backend(runtime), "grep", pattern, path=path, glob=glob, max_count=cap)
+        hint = not middleware.permissions  # rules may have hidden the matches: no regex hint
+        return grep_answer(cap_grep(result, cap), pattern, output_mode, runtime, path, hint=hint)
 
-    descriptions = {**DESCRIPTIONS, **middleware.tool_descriptions}
-    read_schema: type[BaseModel] = ReadFileInput
+    descriptions = {
+        name: middleware.tool_descriptions.get(name) or default
+        for name, default in DESCRIPTIONS.items()
+    }
+    read_schema: type[BaseModel] = ReadFileSchema
     if video:
-        read_schema = media.video_read_schema(ReadFileInput)
-        if "read_file" not in middleware.tool_descriptions:
+        read_schema = media.video_read_schema(ReadFileSchema)
+        if not middleware.tool_descriptions.get("read_file"):
             descriptions["read_file"] = media.video_read_description(
                 descriptions["read_file"], READ_DEFAULT_LIMIT
             )
-    specs = [
-        ("ls", ls, LsInput),
+    specs: list[tuple[str, Callable[..., Plan[Any]], type[BaseModel]]] = [
+        ("ls", ls, LsSchema),
         ("read_file", read_file, read_schema),
-        ("write_file", write_file, WriteFileInput),
-        ("edit_file", edit_file, EditFileInput),
-        ("delete", delete, DeleteInput),
-        ("glob", glob, GlobInput),
-        ("grep", grep, GrepInput),
+        ("write_file", write_file, WriteFileSchema),
+        ("edit_file", edit_file, EditFileSchema),
+        ("delete", delete, DeleteSchema),
+        ("glob", glob, GlobSchema),
+        ("grep", grep, GrepSchema),
     ]
+    timed = {"glob"}
     return [
         StructuredTool.from_function(
             name=name,
             description=descriptions[name],
-            func=_driven(plan),
-            coroutine=_adriven(plan),
+            func=_driven(name, plan, _timed_step if name in timed else run_call),
+            coroutine=_adriven(name, plan, _atimed_step if name in timed else arun_call),
             args_schema=schema,
             infer_schema=False,
         )
@@ -361,24 +676,51 @@ def _read_version(result: Any) -> str | None:
     return getattr(result, "version", None)
 
 
-def _driven(plan: Callable[..., Plan[Any]]) -> Callable[..., Any]:
-    """The sync function of a tool that runs `plan`. It takes the arguments by keyword (the
-    schema fills in defaults) and names `runtime`, which is how the tool node knows to
+def _answered(answer: Any, runtime: ToolRuntime, tool: str) -> Any:
+    """`answer` as a tool result: text becomes a successful `ToolMessage`, so invoking a
+    tool directly gives what the tool node gets."""
+    if isinstance(answer, str):
+        return tool_answer(content=answer, tool_call_id=runtime.tool_call_id, name=tool)
+    return answer
+
+
+def _driven(
+    name: str, plan: Callable[..., Plan[Any]], step: Callable[[Call], Any] = run_call
+) -> Callable[..., Any]:
+    """The sync function of the tool `name` that runs `plan`, answering its backend calls
+    with `step`. It has the plan's signature and docstring (so a schema inferred from it
+    equals the async one's), and names `runtime`, which is how the tool node knows to
     inject the `ToolRuntime`."""
 
+    @functools.wraps(plan)
     def func(runtime: ToolRuntime, **args: Any) -> Any:
-        return drive(plan(runtime, **args), run_call)
+        return _answered(drive(plan(runtime, **args), step), runtime, name)
 
     return func
 
 
-def _adriven(plan: Callable[..., Plan[Any]]) -> Callable[..., Awaitable[Any]]:
+def _adriven(
+    name: str, plan: Callable[..., Plan[Any]], step: Callable[[Call], Awaitable[Any]] = arun_call
+) -> Callable[..., Awaitable[Any]]:
     """`_driven`'s async twin: the tool's coroutine, on the backend's async methods."""
 
+    @functools.wraps(plan)
     async def coroutine(runtime: ToolRuntime, **args: Any) -> Any:
-        return await adrive(plan(runtime, **args), arun_call)
+        return _answered(await adrive(plan(runtime, **args), step), runtime, name)
 
     return coroutine
+
+
+def _keeps_files_in_state(backend: Any) -> bool:
+    """Whether `backend` may keep files in the thread's `files` channel: a `StateBackend`,
+    a `CompositeBackend` with one among its backends, or a factory (whose backends are only
+    known per call)."""
+    if is_factory(backend) or isinstance(backend, StateBackend):
+        return True
+    if isinstance(backend, CompositeBackend):
+        parts = [backend.default, *backend.routes.values()]
+        return any(_keeps_files_in_state(part) for part in parts)
+    return False
 
 
 class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, Any]):
@@ -390,22 +732,26 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         permissions: Ordered `FilesystemPermission` rules, checked before the backend is
             called (first match wins; no match allows).
         system_prompt: Replaces the built-in prompt section; `""` adds none.
-        tool_descriptions: Replaces the descriptions of the named tools.
+        tool_descriptions: Replaces the descriptions of the named tools (an empty text
+            keeps the default, as in the reference).
         grep_max_count: The most matches one `grep` call returns unless the model asks for
             another cap with the tool's `max_count`; bounds memory and context on large
             trees. `None` returns every match by default.
-        custom_tool_descriptions: The reference's name for `tool_descriptions`.
+        custom_tool_descriptions: The reference's name for `tool_descriptions`. A name
+            that is not a file tool here (`"execute"`, which `ExecuteMiddleware` offers, or
+            a misspelling) is ignored, with a warning for a misspelling.
         tools: Which file tools the model gets: `None` or `"all"` every one, or a list of
             names (it must include `read_file`; `"execute"` is accepted, but fathom's
             `execute` tool comes from `ExecuteMiddleware`).
         tool_token_limit_before_evict: A result of another tool (not a file tool) larger
             than this many tokens is saved under `/large_tool_results/` and replaced by a
-            preview naming the file. `None` keeps every result whole.
+            preview naming the file. `None` (or `0`, as in the reference) keeps every
+            result whole.
         human_message_token_limit_before_evict: When the newest message of a model call is
             a user message longer than this many tokens, its text is saved under
             `conversation_history/` (below a `CompositeBackend`'s `artifacts_root`) and
             the model sees a preview naming the file from then on; the state keeps the
-            full text. `None` keeps every message whole.
+            full text. `None` (or `0`) keeps every message whole.
         max_execute_timeout: The most seconds an `execute` call may ask for with its
             `timeout` argument: a call asking for more is refused with an error answer
             (the command does not run). Default one hour; `None` refuses none. Below it,
@@ -416,16 +762,23 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
             the message in state keeps its digest, and every model call reads it back.
             Has no effect (a warning says so) when `blobs/` is kept in the thread's state,
             as with `StateBackend`.
+        _permissions: The reference's deprecated spelling of `permissions` (a
+            `LangChainDeprecationWarning` says so); pass one of the two.
+
+    The middleware's `state_schema` is `FilesystemState` (the `files` channel) when the
+    backend keeps files in the thread's state (a `StateBackend`, a `CompositeBackend` with
+    one, or a factory), and LangChain's `AgentState` otherwise, as in the reference.
 
     Raises:
         NotImplementedError: `permissions` on paths a shell-capable backend serves.
-        ValueError: `grep_max_count`, `tool_token_limit_before_evict` or
-            `human_message_token_limit_before_evict` that is not a positive integer or
-            `None`; `max_execute_timeout` that is not a positive number or `None`; unknown
-            or incomplete `tools`; both description arguments.
+        ValueError: `grep_max_count` that is not a positive integer or `None`;
+            `tool_token_limit_before_evict` or `human_message_token_limit_before_evict`
+            that is negative or not an integer; `max_execute_timeout` that is not a
+            positive number or `None`; unknown or incomplete `tools`; both description
+            arguments, or both permission arguments.
     """
 
-    state_schema = FilesState
+    state_schema: type[Any] = FilesState
 
     def __init__(
         self,
@@ -441,23 +794,50 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
         human_message_token_limit_before_evict: int | None = HUMAN_MESSAGE_TOKENS,
         max_execute_timeout: float | None = MAX_EXECUTE_TIMEOUT,
         offload_binary_content: bool = False,
+        _permissions: Sequence[FilesystemPermission] | None = None,
     ) -> None:
         super().__init__()
-        _check_limit("tool_token_limit_before_evict", tool_token_limit_before_evict)
-        _check_limit(
+        if _permissions is not None:
+            if permissions is not None:
+                raise ValueError("Pass only permissions, not both permissions and _permissions.")
+            warnings.warn(
+                "FilesystemMiddleware(_permissions=...) is deprecated (as in deepagents "
+                "0.7.31); use FilesystemMiddleware(permissions=...) instead.",
+                LangChainDeprecationWarning,
+                stacklevel=2,
+            )
+            permissions = _permissions
+        tool_token_limit_before_evict = _token_limit(
+            "tool_token_limit_before_evict", tool_token_limit_before_evict
+        )
+        human_message_token_limit_before_evict = _token_limit(
             "human_message_token_limit_before_evict", human_message_token_limit_before_evict
         )
         if max_execute_timeout is not None and positive_seconds(max_execute_timeout) is None:
             raise ValueError(
-                "max_execute_timeout must be a positive number of seconds or None, not "
+                "max_execute_timeout must be positive (a number of seconds) or None, got "
                 f"{max_execute_timeout!r}"
             )
         self.tool_token_limit_before_evict = tool_token_limit_before_evict
+        self.read_chars = READ_OUTPUT_CHARS
+        """The most characters of one `read_file` answer: `READ_OUTPUT_CHARS`, or less when
+        `tool_token_limit_before_evict` allows less."""
+        if tool_token_limit_before_evict is not None:
+            allowed = NUM_CHARS_PER_TOKEN * tool_token_limit_before_evict
+            self.read_chars = min(READ_OUTPUT_CHARS, allowed)
         self.human_message_token_limit_before_evict = human_message_token_limit_before_evict
         self.max_execute_timeout = max_execute_timeout
-        _check_limit("grep_max_count", grep_max_count)
+        if grep_max_count is not None and (
+            isinstance(grep_max_count, bool)
+            or not isinstance(grep_max_count, int)
+            or grep_max_count <= 0
+        ):
+            raise ValueError(
+                f"grep_max_count must be positive or None (an integer), got {grep_max_count!r}"
+            )
         self.grep_max_count = grep_max_count
         self.backend: Backend = adopt(backend) if backend is not None else StateBackend()
+        self.state_schema = FilesState if _keeps_files_in_state(self.backend) else AgentState
         if offload_binary_content and blobs_in_state(self.backend):
             warnings.warn(
                 "offload_binary_content=True has no effect here: blobs/ is kept in the "
@@ -480,11 +860,12 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
                 "tool_descriptions=, not both."
             )
         self.tool_descriptions = dict(custom_tool_descriptions or tool_descriptions or {})
-        unknown = set(self.tool_descriptions) - set(FILESYSTEM_TOOL_NAMES)
+        unknown = set(self.tool_descriptions) - set(_SELECTABLE_TOOLS)
         if unknown:
-            raise ValueError(
-                f"tool_descriptions names unknown tools {sorted(unknown)}; "
-                f"the filesystem tools are {list(FILESYSTEM_TOOL_NAMES)}"
+            warnings.warn(
+                f"custom_tool_descriptions names unknown tools {sorted(unknown)}, which get "
+                f"no description from it; the filesystem tools are {list(FILESYSTEM_TOOL_NAMES)}",
+                stacklevel=2,
             )
         selected = _selected_tools(tools)
         self.section = PromptSection(
@@ -640,10 +1021,14 @@ def _with_messages(command: Command | None, messages: list[Any], queued: list[An
     return Command(update=update)
 
 
-def _check_limit(name: str, value: Any) -> None:
-    """Raise `ValueError` unless `value` is a positive integer or `None`."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise ValueError(f"{name} must be a positive integer or None, not {value!r}")
+def _token_limit(name: str, value: Any) -> int | None:
+    """`value` as a token limit: a positive integer, or `None` for none (`0` too, which the
+    reference reads as off); raise `ValueError` for anything else."""
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a positive integer, 0 or None, not {value!r}")
+    return value
 
 
 def _selected_tools(tools: Sequence[str] | Literal["all"] | None) -> set[str]:
@@ -661,7 +1046,7 @@ def _selected_tools(tools: Sequence[str] | Literal["all"] | None) -> set[str]:
         )
     if "read_file" not in names:
         raise ValueError(
-            "tools must include 'read_file': offloaded results and archives are read back "
-            "with it. Add 'read_file' to the list."
+            "read_file must be included in tools: offloaded results and archives are read "
+            "back with it. Add 'read_file' to the list."
         )
     return set(names)
