@@ -49,6 +49,7 @@ SLOW_FILES = frozenset(
         "protocols/a2a/test_a2a_serve.py",
         "backends/test_bubblewrap.py",
         "backends/test_sandbox_security.py",
+        "backends/test_sandbox_seccomp.py",
         "backends/test_path_races.py",
         "patterns/test_patterns_benchmark.py",
         "server/test_serve_cli.py",

@@ -231,13 +231,14 @@ def run_process(
     argv: Sequence[str], *, timeout: float, capture_bytes: int,
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, pass_fds: Sequence[int] = (),
 ) -> ProcessResult | str:
     """Run `argv` under the policy of this module; the result, or why it could not start.
 
     `on_start(pid)` is called once the process runs (for a watcher that may kill its
     group, such as a disk guard). Setting `cancel` kills the process group (how the async
-    form is cancelled).
+    form is cancelled). `pass_fds` are file descriptors the process inherits (a seccomp
+    program, a status pipe), at the same numbers.
     """
     try:
         proc = subprocess.Popen(
@@ -249,6 +250,7 @@ def run_process(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             bufsize=0,
+            pass_fds=tuple(pass_fds),
         )
     except (OSError, ValueError) as error:
         return f"could not start the command: {error}"
@@ -291,6 +293,7 @@ async def arun_process(
     argv: Sequence[str], *, timeout: float, capture_bytes: int,
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult | str:
     """`run_process` without blocking the event loop. Cancelling the awaiting task kills
     the process group, waits for it to be reaped, then re-raises the cancellation."""
@@ -326,6 +329,7 @@ async def arun_process(
                 on_output=listener,
                 on_start=on_start,
                 cancel=cancel,
+                pass_fds=pass_fds,
             )
         except BaseException as error:  # boundary: handed to the awaiting task, raised there
             outcome = error

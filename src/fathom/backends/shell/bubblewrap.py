@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fathom.backends.filesystem import FilesystemBackend
@@ -45,8 +45,9 @@ from fathom.backends.shell._runner import (
     kill_group,
     run_process,
 )
+from fathom.backends.shell.seccomp import SeccompProfile, program_fd
 
-__all__ = ["DEFAULT_SANDBOX_HOST_ID", "WORKSPACE", "BubblewrapSandbox"]
+__all__ = ["DEFAULT_SANDBOX_HOST_ID", "WORKSPACE", "BubblewrapSandbox", "SeccompProfile"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,9 @@ _DISK_POLL = 0.5
 """Seconds between two measurements of the workspace while a command runs (at least)."""
 
 _PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
+
+DEFAULT_SECCOMP = SeccompProfile()
+"""The seccomp profile sandboxes use unless given another (`docs/security.md`)."""
 
 _probed: dict[tuple[str, int, int], bool] = {}
 """Per (bwrap, host uid, host gid): whether `--disable-userns` works."""
@@ -407,6 +411,8 @@ class _Run:
     guard: _DiskGuard | None
     timeout: float
     notes: list[str]
+    fds: list[int] = field(default_factory=list)
+    """Descriptors the command inherits (the seccomp program); closed by `_finish`."""
 
 
 class BubblewrapSandbox(FilesystemBackend):
@@ -462,6 +468,7 @@ class BubblewrapSandbox(FilesystemBackend):
         max_file_size_mb: float = 10,
         sandbox_uid: int = DEFAULT_SANDBOX_HOST_ID,
         sandbox_gid: int | None = None,
+        seccomp: SeccompProfile | None = DEFAULT_SECCOMP,
     ) -> None:
         super().__init__(root_dir, virtual_mode=True, max_file_size_mb=max_file_size_mb)
         self._make_root_if_missing()  # the sandbox binds it as /workspace from the start
@@ -484,6 +491,19 @@ class BubblewrapSandbox(FilesystemBackend):
         self.max_memory_mb: int = max_memory_mb
         self.max_disk_mb: int | None = max_disk_mb
         self.env: dict[str, str] = dict(env or {})
+        if seccomp is not None and not isinstance(seccomp, SeccompProfile):
+            raise TypeError(f"seccomp must be a SeccompProfile or None, not {seccomp!r}.")
+        self.seccomp: SeccompProfile | None = seccomp
+        """The seccomp profile every command runs under; `None`: no filter."""
+        self._seccomp_program: bytes | None = (
+            seccomp.program(network=self.network) if seccomp is not None else None
+        )
+        if seccomp is None and "seccomp" not in _cgroup_warned:
+            _cgroup_warned.add("seccomp")
+            logger.warning(
+                "BubblewrapSandbox(seccomp=None): commands run without a seccomp filter "
+                "(ptrace, bpf, io_uring, network sockets, ... are the kernel's to refuse)."
+            )
         uid = _host_id("sandbox_uid", sandbox_uid)
         gid = _host_id("sandbox_gid", uid if sandbox_gid is None else sandbox_gid)
         bwrap = shutil.which("bwrap")
@@ -550,7 +570,12 @@ class BubblewrapSandbox(FilesystemBackend):
     # ------------------------------------------------------------------ the command line
 
     def _bwrap_args(
-        self, command: Sequence[str], *, disable_userns: bool = True, source: str | None = None
+        self,
+        command: Sequence[str],
+        *,
+        disable_userns: bool = True,
+        source: str | None = None,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """The unprivileged `bwrap` command line that runs `command` in the sandbox."""
         args = [
@@ -606,9 +631,10 @@ class BubblewrapSandbox(FilesystemBackend):
             "/",
             "--chdir",
             WORKSPACE,
-            "--",
-            *command,
         ]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        args += ["--", *command]
         return args
 
     def _unprivileged(self, inner: list[str]) -> list[str]:
@@ -644,11 +670,21 @@ class BubblewrapSandbox(FilesystemBackend):
             *inner,
         ]
 
-    def _sandbox_argv(self, command: Sequence[str], *, disable_userns: bool) -> list[str]:
+    def _sandbox_argv(
+        self, command: Sequence[str], *, disable_userns: bool, seccomp_fd: int | None = None
+    ) -> list[str]:
         if not self._as_root:
-            return self._bwrap_args(command, disable_userns=disable_userns)
-        inner = self._bwrap_args(command, disable_userns=disable_userns, source=_HOLD)
+            return self._bwrap_args(
+                command, disable_userns=disable_userns, seccomp_fd=seccomp_fd
+            )
+        inner = self._bwrap_args(
+            command, disable_userns=disable_userns, source=_HOLD, seccomp_fd=seccomp_fd
+        )
         return self._unprivileged(inner)
+
+    def _seccomp_fd(self) -> int | None:
+        """A fresh descriptor of the seccomp program for one bwrap (it reads it whole)."""
+        return None if self._seccomp_program is None else program_fd(self._seccomp_program)
 
     def _limited(self, argv: Sequence[str]) -> list[str]:
         memory = self.max_memory_mb * 1024 * 1024
@@ -675,17 +711,24 @@ class BubblewrapSandbox(FilesystemBackend):
                 return _probed[key]
             detail = ""
             for disable in (True, False):
+                fd = self._seccomp_fd()
                 try:
                     result = subprocess.run(
-                        self._sandbox_argv(["/usr/bin/true"], disable_userns=disable),
+                        self._sandbox_argv(
+                            ["/usr/bin/true"], disable_userns=disable, seccomp_fd=fd
+                        ),
                         stdin=subprocess.DEVNULL,
                         capture_output=True,
                         timeout=30,
                         env=self._environment(),
                         check=False,
+                        pass_fds=() if fd is None else (fd,),
                     )
                 except (OSError, subprocess.TimeoutExpired) as error:
                     raise RuntimeError(f"bubblewrap could not be started: {error}") from error
+                finally:
+                    if fd is not None:
+                        os.close(fd)
                 if result.returncode == 0:
                     if not disable:
                         logger.warning(
@@ -727,7 +770,10 @@ class BubblewrapSandbox(FilesystemBackend):
                 output=f"Error: could not set up the command's limits: {error}", exit_code=1
             )
         inner = self._limited(["/bin/sh", "-c", command])
-        sandbox = self._sandbox_argv(inner, disable_userns=self._disable_userns)
+        fd = self._seccomp_fd()
+        if fd is not None:
+            run.fds.append(fd)
+        sandbox = self._sandbox_argv(inner, disable_userns=self._disable_userns, seccomp_fd=fd)
         run.argv = _in_cgroups([path for _, path in run.cgroups], sandbox)
         return run
 
@@ -736,6 +782,9 @@ class BubblewrapSandbox(FilesystemBackend):
         cgroups, and clear setuid/setgid bits the command left in the workspace."""
         if run.guard is not None:
             run.guard.stop()
+        for fd in run.fds:
+            os.close(fd)
+        run.fds.clear()
         for base, path in run.cgroups:
             if base.controller == "memory" and base.oom_kills(path):
                 run.notes.append(
@@ -792,6 +841,7 @@ class BubblewrapSandbox(FilesystemBackend):
             "env": self._environment(),
             "on_output": on_output,
             "on_start": run.guard.start if run.guard is not None else None,
+            "pass_fds": tuple(run.fds),
         }
 
     @staticmethod
