@@ -50,6 +50,8 @@ SLOW_FILES = frozenset(
         "backends/test_bubblewrap.py",
         "backends/test_sandbox_security.py",
         "backends/test_sandbox_seccomp.py",
+        "backends/test_sandbox_overlay.py",
+        "backends/test_sandbox_limits.py",
         "backends/test_path_races.py",
         "patterns/test_patterns_benchmark.py",
         "server/test_serve_cli.py",

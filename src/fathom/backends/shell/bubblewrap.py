@@ -70,6 +70,7 @@ from fathom.backends.shell.overlay import (
     apply_changes,
     has_changes,
     layer_usage,
+    mount_options,
 )
 from fathom.backends.shell.seccomp import SeccompProfile, program_fd
 
@@ -654,7 +655,9 @@ class BubblewrapSandbox(FilesystemBackend):
             *inner,
         ]
 
-    def _staged(self, inner: list[str], handshake: Handshake) -> list[str]:
+    def _staged(
+        self, inner: list[str], handshake: Handshake, cgroups: Sequence[str] = ()
+    ) -> list[str]:
         """`inner` (a bwrap command line on `MERGED`) started from the overlay stage.
 
         The stage is a `bwrap` with the host's tree (`--dev-bind / /`, so that the inner
@@ -706,6 +709,9 @@ class BubblewrapSandbox(FilesystemBackend):
             STAGE_SCRIPT,
             "fathom-stage",
             owner,
+            mount_options(self._as_root),
+            str(len(cgroups)),
+            *(os.path.join(path, "cgroup.procs") for path in cgroups),
         ]
         if self._as_root:
             args += self._drop_to_sandbox_user()
@@ -718,12 +724,15 @@ class BubblewrapSandbox(FilesystemBackend):
         disable_userns: bool,
         seccomp_fd: int | None = None,
         handshake: Handshake | None = None,
+        cgroups: Sequence[str] = (),
     ) -> list[str]:
+        """The command line of one sandbox; on the overlay when given a `handshake` (the
+        stage then joins `cgroups`; otherwise the caller wraps the line with `in_cgroups`)."""
         if handshake is not None:
             inner = self._bwrap_args(
                 command, disable_userns=disable_userns, source=MERGED, seccomp_fd=seccomp_fd
             )
-            return self._staged(inner, handshake)
+            return self._staged(inner, handshake, cgroups)
         if not self._as_root:
             return self._bwrap_args(
                 command, disable_userns=disable_userns, seccomp_fd=seccomp_fd
@@ -886,15 +895,22 @@ class BubblewrapSandbox(FilesystemBackend):
         fd = self._seccomp_fd()
         if fd is not None:
             run.fds.append(fd)
+        cgroups = [path for _, path in run.cgroups]
         sandbox = self._sandbox_argv(
-            inner, disable_userns=self._disable_userns, seccomp_fd=fd, handshake=run.handshake
+            inner,
+            disable_userns=self._disable_userns,
+            seccomp_fd=fd,
+            handshake=run.handshake,
+            cgroups=cgroups,
         )
+        if run.handshake is None:
+            sandbox = in_cgroups(cgroups, sandbox)
         if self._scopes is not None:
             sandbox = [
                 *self._scopes.prefix(tasks=self.max_processes, memory=self._cgroup_memory()),
                 *sandbox,
             ]
-        run.argv = in_cgroups([path for _, path in run.cgroups], sandbox)
+        run.argv = sandbox
         return run
 
     def _finish(self, run: _Run, result: ProcessResult | str | None) -> None:
@@ -962,7 +978,9 @@ class BubblewrapSandbox(FilesystemBackend):
                 "was before the command]"
             )
             return
-        run.applied = apply_changes(handshake.layer_fd, self.root_dir)
+        run.applied = apply_changes(
+            handshake.layer_fd, self.root_dir, privileged=self._as_root
+        )
         if run.applied.errors:
             shown = "; ".join(run.applied.errors[:3])
             more = len(run.applied.errors) - 3

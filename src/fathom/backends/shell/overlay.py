@@ -64,11 +64,12 @@ CONTROL = "/tmp/fathom-control"
 
 STAGE_SCRIPT = r"""
 exec 3>/tmp/fathom-control/status 4</tmp/fathom-control/release
-own=$1; shift
 fail() { echo fathom-stage-failed >&3; exit 125; }
+own=$1; opts=$2; n=$3; shift 3
+while [ "$n" -gt 0 ]; do echo $$ > "$1" 2>&3 || fail; n=$((n - 1)); shift; done
 L=/tmp/fathom-layer
 if [ -n "$own" ]; then /usr/bin/chown "$own" "$L/upper" 2>&3 || fail; fi
-o="lowerdir=/tmp/fathom-workspace,upperdir=$L/upper,workdir=$L/work,userxattr,nosuid,nodev"
+o="lowerdir=/tmp/fathom-workspace,upperdir=$L/upper,workdir=$L/work,$opts,nosuid,nodev"
 /usr/bin/mount -t overlay -o "$o" fathom-overlay /tmp/fathom-merged 2>&3 || fail
 echo "fathom-stage-ready $$" >&3
 "$@" 3>&- 4<&-
@@ -80,12 +81,27 @@ exit "$st"
 """Run by `/bin/sh -c` in the stage. It talks to fathom through two FIFOs in `CONTROL` (so
 no descriptor is inherited from fathom, and none can leak into the sandbox, which never
 holds 3 and 4 and has no `CONTROL`). `$1` is the `uid:gid` to give the upper layer's root
-(root only: as an ordinary user bwrap makes it with the right owner); the sandbox's
-command line follows."""
+(root only: as an ordinary user bwrap makes it with the right owner), `$2` the overlay's
+mount options (`mount_options`), `$3` a count N and the N `cgroup.procs` files after it
+the cgroups the stage joins first (so that everything the command starts is in them); the
+sandbox's command line follows."""
+
+
+def mount_options(privileged: bool) -> str:
+    """The overlay's options beyond its layers. As root: `trusted.` xattrs and
+    `redirect_dir=on`, so that renaming a directory that was already there works (the
+    layer records where it came from and `apply_changes` moves it). As an ordinary user:
+    `userxattr` (the only kind a user namespace may mount), where the kernel allows no
+    redirects, so such a rename fails with `EXDEV` (`mv` copies instead; `git mv` of a
+    directory fails)."""
+    if privileged:
+        return "redirect_dir=on,index=off,metacopy=off,xino=off"
+    return "userxattr"
 
 EARLY = "the stage ended early"
 """`Handshake.failure` when the stage said nothing before it ended."""
-_OPAQUE = "user.overlay.opaque"
+_USER_XATTRS = "user.overlay."
+_TRUSTED_XATTRS = "trusted.overlay."
 _O_NOFOLLOW = os.O_NOFOLLOW
 _DIR_READ = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | _O_NOFOLLOW
 _PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
@@ -247,23 +263,90 @@ def _is_whiteout(info: os.stat_result) -> bool:
     return stat.S_ISCHR(info.st_mode) and info.st_rdev == 0
 
 
-def _opaque(fd: int) -> bool:
+def _xattr(fd: int, name: str) -> bytes | None:
     try:
-        return os.getxattr(fd, _OPAQUE) == b"y"
+        return os.getxattr(fd, name)
     except OSError:
-        return False
+        return None
 
 
 class _Applier:
     """One application of an upper layer onto the workspace (see `apply_changes`)."""
 
-    def __init__(self, owner: tuple[int, int] | None) -> None:
-        self.owner = owner
+    def __init__(self, root_fd: int, xattrs: str) -> None:
+        self.root_fd = root_fd
+        self.xattrs = xattrs
+        """The overlay's xattr namespace (`user.overlay.` or `trusted.overlay.`)."""
         self.as_root = os.geteuid() == 0
         self.result = Applied()
         self.links: dict[int, tuple[int, str]] = {}
         """Upper inode -> (workspace dir fd, name) of its first applied name (hard links)."""
         self._held: list[int] = []
+        self.moved: dict[str, str] = {}
+        """Upper path of a renamed directory -> the name, in the workspace root, its old
+        tree was moved to for the time of the application (`hold_renamed`)."""
+
+    # -- directories the command renamed (redirects, root only)
+
+    def _redirects(self, upper_dir: int, prefix: str, lower: str,
+                   found: list[tuple[str, str]]) -> None:
+        """`(upper path, lower path)` of every renamed directory below `upper_dir`."""
+        for name, info in self._entries(upper_dir):
+            if not stat.S_ISDIR(info.st_mode):
+                continue
+            sub = self._open_upper(upper_dir, name, _DIR_READ)
+            try:
+                redirect = _xattr(sub, self.xattrs + "redirect")
+                if redirect is not None:
+                    text = os.fsdecode(redirect)
+                    source = text.lstrip("/") if text.startswith("/") else (
+                        f"{lower}/{text}" if lower else text
+                    )
+                    found.append((prefix + name, source))
+                else:
+                    source = f"{lower}/{name}" if lower else name
+                self._redirects(sub, prefix + name + "/", source, found)
+            finally:
+                os.close(sub)
+
+    def hold_renamed(self, upper: int) -> None:
+        """Move the workspace's old tree of every renamed directory aside (the deepest
+        first, so that a directory renamed inside a renamed one is found where it was);
+        `_apply_subdir` moves it to its new name."""
+        found: list[tuple[str, str]] = []
+        self._redirects(upper, "", "", found)
+        for upper_path, source in sorted(found, key=lambda item: -item[1].count("/")):
+            *parents, name = source.split("/")
+            try:
+                parent = self._open_work_path(parents)
+            except OSError:
+                continue
+            try:
+                hold = self._temp_name(self.root_fd)
+                os.rename(name, hold, src_dir_fd=parent, dst_dir_fd=self.root_fd)
+                self.moved[upper_path] = hold
+            except OSError as error:
+                self.result.errors.append(f"{source}: {error.strerror or error}")
+            finally:
+                os.close(parent)
+
+    def _open_work_path(self, parts: list[str]) -> int:
+        """The workspace directory `parts` below the root, each step without a link."""
+        fd = os.dup(self.root_fd)
+        for part in parts:
+            try:
+                sub = os.open(part, _DIR_READ, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = sub
+        return fd
+
+    def release_held(self) -> None:
+        """Remove what is still held aside (a rename the application could not finish)."""
+        for hold in self.moved.values():
+            with contextlib.suppress(OSError):
+                self._remove(self.root_fd, hold)
+        self.moved.clear()
 
     # -- reading the upper layer (owned by the sandbox user: fathom may need to chmod it)
 
@@ -457,14 +540,21 @@ class _Applier:
                       relative: str) -> None:
         sub_upper = self._open_upper(upper_dir, name, _DIR_READ)
         try:
-            fresh = _opaque(sub_upper)
+            fresh = _xattr(sub_upper, self.xattrs + "opaque") == b"y"
             try:
                 existing = os.stat(name, dir_fd=work_dir, follow_symlinks=False)
             except FileNotFoundError:
                 existing = None
-            if existing is not None and (fresh or not stat.S_ISDIR(existing.st_mode)):
+            hold = self.moved.pop(relative, None)
+            if existing is not None and (
+                fresh or hold is not None or not stat.S_ISDIR(existing.st_mode)
+            ):
                 self._remove(work_dir, name)
                 existing = None
+            if hold is not None:  # a directory the command renamed: its old tree, moved
+                os.rename(hold, name, src_dir_fd=self.root_fd, dst_dir_fd=work_dir)
+                existing = os.stat(name, dir_fd=work_dir, follow_symlinks=False)
+                self.result.changed.append(relative + "/")
             if existing is None:
                 os.mkdir(name, 0o700, dir_fd=work_dir)
                 self.result.written += 1
@@ -484,33 +574,35 @@ class _Applier:
         self._held.clear()
 
 
-def apply_changes(layer_fd: int, root: str, owner: tuple[int, int] | None = None) -> Applied:
+def apply_changes(layer_fd: int, root: str, *, privileged: bool = False) -> Applied:
     """Apply the overlay's upper layer (`upper` under the layer `layer_fd`) to the
-    workspace directory `root`.
+    workspace directory `root`. `privileged`: the overlay was mounted by root
+    (`mount_options(True)`: `trusted.` xattrs, renamed directories recorded).
 
-    Deleted entries (whiteouts) are removed, a directory the command replaced (opaque, or
-    where the workspace has no directory) replaces the workspace's whole, and every file,
-    symlink and FIFO is written beside its target and renamed over it, with the mode
-    (without setuid/setgid), times and, as root, owner it has in the layer. Hard links
-    made by the command stay links. `owner` is unused today: ownership comes from the
-    layer. Errors are collected per entry; the rest is applied.
+    Deleted entries (whiteouts) are removed; a directory the command renamed gets the
+    workspace's old tree moved to its new name, then its changes; a directory it replaced
+    (opaque, or where the workspace has no directory) replaces the workspace's whole; and
+    every file, symlink and FIFO is written beside its target and renamed over it, with
+    the mode (without setuid/setgid), times and, as root, owner it has in the layer. Hard
+    links made by the command stay links. Errors are collected per entry; the rest is
+    applied.
     """
-    del owner
-    applier = _Applier(None)
     upper = os.open("upper", _DIR_READ, dir_fd=layer_fd)
     try:
         work = os.open(root, _DIR_READ)
+        applier = _Applier(work, _TRUSTED_XATTRS if privileged else _USER_XATTRS)
         try:
-            entries = applier._entries(upper)
-            if entries:
+            if applier._entries(upper):
+                if privileged:
+                    applier.hold_renamed(upper)
                 applier.apply_dir(upper, work, "")
-                info = os.fstat(upper)
-                applier._finish_entry(work, work, ".", info)
+                applier._finish_entry(work, work, ".", os.fstat(upper))
         finally:
+            applier.release_held()
+            applier.close()
             os.close(work)
     finally:
         os.close(upper)
-        applier.close()
     return applier.result
 
 
