@@ -9,8 +9,11 @@ drifts hit every variant alike):
 - the same with `overlay=False` (the disk guard instead);
 - `LocalShellBackend.execute("true")`, unsandboxed, for scale.
 
-after one warm-up call each, and prints the median and mean of each in milliseconds and
-the ratio of the sandbox's median to the bare bwrap's (the goal: at most 1.5x).
+after one warm-up call each, and prints the median and mean wall time of each in
+milliseconds, the CPU time each call costs (this process plus every process it started:
+on a loaded machine wall time mostly measures waiting for a CPU, so the CPU ratio is the
+steadier one), and the ratio of the sandbox's median to the bare bwrap's (the goal: at most
+1.5x).
 
     .venv/bin/python benchmarks/sandbox.py [-n 40] [--json PATH]
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,6 +52,15 @@ def _executing(backend: object) -> Callable[[], object]:
     return call
 
 
+def _cpu_seconds() -> float:
+    """CPU time so far of this process and of the children it has waited for."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
 def measure(runs: int, workspace: str) -> dict[str, object]:
     """The timings (ms per call) of every variant, interleaved, and the ratio."""
     from fathom.backends.shell.bubblewrap import BubblewrapSandbox
@@ -69,13 +82,17 @@ def measure(runs: int, workspace: str) -> dict[str, object]:
     for call in variants.values():
         call()  # warm-up (and the sandboxes' first answers, which carry notes)
     times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(runs):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
+            used = _cpu_seconds()
             began = time.perf_counter()
             variants[name]()
             times[name].append((time.perf_counter() - began) * 1000)
+            cpu[name].append((_cpu_seconds() - used) * 1000)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
     bare = medians[names[0]]
     return {
         "runs": runs,
@@ -85,8 +102,11 @@ def measure(runs: int, workspace: str) -> dict[str, object]:
         "seccomp": sandbox.seccomp is not None,
         "median_ms": medians,
         "mean_ms": {name: statistics.fmean(values) for name, values in times.items()},
+        "cpu_median_ms": cpu_medians,
         "ratio": medians[names[1]] / bare,
         "ratio_without_overlay": medians[names[2]] / bare,
+        "cpu_ratio": cpu_medians[names[1]] / cpu_medians[names[0]],
+        "cpu_ratio_without_overlay": cpu_medians[names[2]] / cpu_medians[names[0]],
         "goal": GOAL,
     }
 
@@ -103,15 +123,20 @@ def main() -> None:
         f"{report['process_limit']}, memory: {report['memory_limit']}, seccomp: "
         f"{report['seccomp']})"
     )
-    print(f"{'':36} {'median':>9} {'mean':>9}")
+    print(f"{'':36} {'median':>9} {'mean':>9} {'CPU':>9}")
     for name, median in report["median_ms"].items():  # type: ignore[union-attr]
         mean = report["mean_ms"][name]  # type: ignore[index]
-        print(f"{name:36} {median:7.2f}ms {mean:7.2f}ms")
+        cpu = report["cpu_median_ms"][name]  # type: ignore[index]
+        print(f"{name:36} {median:7.2f}ms {mean:7.2f}ms {cpu:7.2f}ms")
     ratio = report["ratio"]
     verdict = "within" if ratio <= GOAL else "over"  # type: ignore[operator]
     print(
         f"ratio sandbox/bare bwrap (medians): {ratio:.2f}x ({verdict} the {GOAL}x goal); "
         f"without the overlay: {report['ratio_without_overlay']:.2f}x"
+    )
+    print(
+        f"CPU ratio sandbox/bare bwrap (medians): {report['cpu_ratio']:.2f}x; without the "
+        f"overlay: {report['cpu_ratio_without_overlay']:.2f}x"
     )
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1))

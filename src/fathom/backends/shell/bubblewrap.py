@@ -965,7 +965,7 @@ class BubblewrapSandbox(FilesystemBackend):
                 run.rerun = True  # the stage could not mount it; the command did not run
                 self._fall_back_from_overlay(handshake.failure[:200])
             return
-        if killed or not handshake.done:
+        if killed:
             if has_changes(handshake.layer_fd):
                 run.discarded = True
                 run.notes.append(_UNCHANGED_KILLED)

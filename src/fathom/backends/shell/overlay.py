@@ -8,10 +8,11 @@ tmpfs) at `MERGED` and starts the sandbox proper with `MERGED` as its `/workspac
 ordinary user the stage has its own user namespace (overlay mounts there are allowed since
 Linux 5.11, with `userxattr`); as root it is a plain mount namespace.
 
-Nothing the command does reaches the workspace while it runs. When it has exited, the stage
-reports on a status pipe and waits; fathom opens the tmpfs through `/proc/<stage>/root`
-(the descriptor keeps it alive), releases the stage, and then, if the command finished in
-time and its changes fit the budget, applies them to the workspace (`apply_changes`):
+Nothing the command does reaches the workspace while it runs. Once the overlay is mounted,
+the stage reports on a FIFO and waits; fathom opens the tmpfs through `/proc/<stage>/root`
+(the descriptor keeps it alive), releases the stage, which then `exec`s the sandbox, and,
+when the command has exited in time and its changes fit the budget, applies them to the
+workspace (`apply_changes`):
 per file, through a temporary file renamed into place, so every file is either its old or
 its new version. A command that ran past its timeout, was killed, or wrote more than the
 budget leaves the workspace exactly as it was.
@@ -72,11 +73,9 @@ if [ -n "$own" ]; then /usr/bin/chown "$own" "$L/upper" 2>&3 || fail; fi
 o="lowerdir=/tmp/fathom-workspace,upperdir=$L/upper,workdir=$L/work,$opts,nosuid,nodev"
 /usr/bin/mount -t overlay -o "$o" fathom-overlay /tmp/fathom-merged 2>&3 || fail
 echo "fathom-stage-ready $$" >&3
-"$@" 3>&- 4<&-
-st=$?
-echo "fathom-stage-done $$ $st" >&3
 read -r _ <&4
-exit "$st"
+exec 3>&- 4<&-
+exec "$@"
 """
 """Run by `/bin/sh -c` in the stage. It talks to fathom through two FIFOs in `CONTROL` (so
 no descriptor is inherited from fathom, and none can leak into the sandbox, which never
@@ -119,8 +118,8 @@ class Handshake:
     (`CONTROL`). `start()` (called once the command runs)
     starts the thread. When the stage says the overlay is mounted, the thread opens the
     layer through `/proc/<stage>/root` (the descriptor keeps the tmpfs alive after the
-    stage is gone); when it says the command has exited, the thread notes the stage's
-    cgroup and releases the stage by closing the release pipe. `wait()` (once the
+    stage is gone), notes the stage's cgroup, and releases the stage by closing the
+    release FIFO; the stage then becomes the sandbox (`exec`). `wait()` (once the
     command's process has exited) stops and joins it; `close()` closes everything, the
     layer too (its tmpfs is then freed).
     """
@@ -142,13 +141,10 @@ class Handshake:
             raise
         self.layer_fd: int | None = None
         """The layer's root (holding `upper`), from when the overlay is mounted."""
-        self.exit_status: int | None = None
         self.failure: str | None = None
         """What the stage reported when it could not set the overlay up."""
         self.cgroup: str | None = None
-        """The stage's cgroup v2 path (`/proc/<pid>/cgroup`), once the command has exited."""
-        self.done = False
-        """The command exited and the stage reported it (it was not killed first)."""
+        """The stage's cgroup v2 path (`/proc/<pid>/cgroup`): the command's cgroup."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -184,9 +180,6 @@ class Handshake:
                 words = line.split()
                 if len(words) == 2 and words[0] == "fathom-stage-ready":
                     self.layer_fd = os.open(f"/proc/{int(words[1])}/root{LAYER}", _DIR_READ)
-                elif len(words) == 3 and words[0] == "fathom-stage-done":
-                    self.exit_status = int(words[2])
-                    self.done = True
                     self.cgroup = _v2_cgroup(int(words[1]))
                     return
                 elif line.startswith("fathom-stage-failed"):
