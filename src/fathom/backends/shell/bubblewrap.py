@@ -147,6 +147,9 @@ DEFAULT_SECCOMP = SeccompProfile()
 
 _probed: dict[tuple[str, int, int], bool] = {}
 """Per (bwrap, host uid, host gid): whether `--disable-userns` works."""
+_overlay_probed: dict[tuple[str, int, int, int], str | None] = {}
+"""Per (bwrap, host uid, host gid, workspace device): why the overlay cannot be used there
+(`None`: it can)."""
 _probe_lock = threading.Lock()
 _warned: set[str] = set()
 """The fallbacks already logged by this process (each is logged once)."""
@@ -776,8 +779,15 @@ class BubblewrapSandbox(FilesystemBackend):
             if key not in _probed:
                 _probed[key] = self._probe_plain()
             disable = _probed[key]
-        # The overlay depends on the workspace's filesystem too: each sandbox checks its own.
-        return disable, self._probe_overlay(disable) if self._overlay else None
+        if not self._overlay:
+            return disable, None
+        # The overlay depends on the workspace's filesystem too (a lower layer overlayfs
+        # cannot use): checked once per filesystem.
+        where = (*key, os.stat(self.root_dir).st_dev)
+        with _probe_lock:
+            if where not in _overlay_probed:
+                _overlay_probed[where] = self._probe_overlay(disable)
+            return disable, _overlay_probed[where]
 
     def _start_probe(
         self, argv: list[str], fds: Sequence[int]
@@ -892,7 +902,13 @@ class BubblewrapSandbox(FilesystemBackend):
                 output=f"Error: could not set up the command's limits: {error}", exit_code=1
             )
         inner = self._limited(["/bin/sh", "-c", command])
-        fd = self._seccomp_fd()
+        try:
+            fd = self._seccomp_fd()
+        except OSError as error:
+            self._finish(run, None)
+            return ExecuteResponse(
+                output=f"Error: could not load the seccomp filter: {error}", exit_code=1
+            )
         if fd is not None:
             run.fds.append(fd)
         cgroups = [path for _, path in run.cgroups]

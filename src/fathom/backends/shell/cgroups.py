@@ -22,6 +22,7 @@ import logging
 import os
 import secrets
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -307,8 +308,20 @@ _SYSTEMD_PROBE = (
 )
 
 
+_scopes_probed: dict[bool, SystemdScopes | None] = {}
+_scopes_lock = threading.Lock()
+
+
 def find_systemd_scopes(*, user: bool, timeout: float = 15) -> SystemdScopes | None:
-    """Whether `systemd-run --scope` can limit a command here, and which controllers."""
+    """Whether `systemd-run --scope` can limit a command here, and which controllers
+    (probed once per process: one throwaway scope)."""
+    with _scopes_lock:
+        if user not in _scopes_probed:
+            _scopes_probed[user] = _probe_systemd_scopes(user=user, timeout=timeout)
+        return _scopes_probed[user]
+
+
+def _probe_systemd_scopes(*, user: bool, timeout: float) -> SystemdScopes | None:
     if not os.path.exists(_SYSTEMD_RUN):
         return None
     if user and not (os.environ.get("XDG_RUNTIME_DIR") or os.environ.get(

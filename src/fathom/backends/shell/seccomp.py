@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fathom.errors import FathomError
+
 __all__ = [
     "DENIED_SYSCALLS",
     "SeccompProfile",
@@ -101,7 +103,7 @@ personas) is refused; `0xffffffff` (the query) is allowed."""
 _AF_UNIX = 1
 
 
-class SeccompUnavailable(RuntimeError):
+class SeccompUnavailable(FathomError, RuntimeError):
     """libseccomp (or its `pyseccomp` binding) cannot be loaded here."""
 
 
