@@ -26,7 +26,6 @@ import logging
 import os
 import secrets
 import select
-import shutil
 import stat
 import tempfile
 import threading
@@ -137,7 +136,7 @@ class Handshake:
             self.status_r = os.open(os.path.join(self.control_dir, "status"), flags)
             self.release_w = os.open(os.path.join(self.control_dir, "release"), flags)
         except OSError:
-            shutil.rmtree(self.control_dir, ignore_errors=True)
+            _remove_control(self.control_dir)
             raise
         self.layer_fd: int | None = None
         """The layer's root (holding `upper`), from when the overlay is mounted."""
@@ -217,7 +216,16 @@ class Handshake:
                     os.close(fd)
         self.status_r = -1
         self.layer_fd = None
-        shutil.rmtree(self.control_dir, ignore_errors=True)
+        _remove_control(self.control_dir)
+
+
+def _remove_control(path: str) -> None:
+    """Remove a control directory: its two FIFOs, then itself."""
+    for name in ("status", "release"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 def _v2_cgroup(pid: int) -> str | None:
