@@ -14,7 +14,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pyseccomp
 import pytest
 from tests.backends.sandbox_users import (
     ORDINARY_USER_SKIP,
@@ -29,6 +28,11 @@ from fathom.backends.shell.bubblewrap import BubblewrapSandbox
 from fathom.backends.shell.seccomp import DENIED_SYSCALLS, SeccompProfile
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason=needs("bubblewrap"))
+
+try:
+    import pyseccomp
+except (ImportError, RuntimeError):  # RuntimeError: pyseccomp found no libseccomp
+    pytest.skip(needs("libseccomp"), allow_module_level=True)
 
 _NEW_USER_CLONE = 0x10000000 | 17  # CLONE_NEWUSER | SIGCHLD
 _CALLS: dict[str, tuple[str, tuple[int, ...]]] = {
