@@ -25,6 +25,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     requirement.name: requirement
     for requirement in (
         Requirement("bubblewrap", "apt-get install bubblewrap (.ci/run installs it)"),
+        Requirement("libseccomp", "apt-get install libseccomp2 (.ci/run installs it)"),
         Requirement("ripgrep", "apt-get install ripgrep (.ci/run installs it)"),
         Requirement("chromium", "apt-get install chromium, or set FATHOM_CHROMIUM"),
         Requirement("postgresql", "apt-get install postgresql (initdb and pg_ctl)"),

@@ -101,6 +101,42 @@ def test_binary_files_are_passed_over_and_large_ones_listed_as_skipped(
     assert result.skipped == ["/big.log"]
 
 
+def test_huge_sparse_files_are_listed_as_skipped_without_being_read(
+    backend: FilesystemBackend, root: Path
+) -> None:
+    # Two 4,000 MiB files with no disk blocks (a sandboxed command can make them within any
+    # disk budget): reading them would stall every search; neither engine reads them.
+    for name in ("sparse-1.img", "sub/sparse-2.img"):
+        (root / name).parent.mkdir(exist_ok=True)
+        with open(root / name, "wb") as handle:
+            handle.truncate(4000 << 20)
+    (root / "sub" / "small.txt").write_text("a needle\n")
+    result = backend.grep("needle")
+    assert found(result) == [("/sub/small.txt", 1)]
+    assert result.skipped == ["/sparse-1.img", "/sub/sparse-2.img"]
+    assert backend.grep("needle", glob="*.txt").skipped is None  # the glob applies to them too
+
+
+def test_a_large_file_is_skipped_whether_or_not_it_holds_the_pattern(
+    backend: FilesystemBackend, root: Path
+) -> None:
+    (root / "big.log").write_bytes(b"x" * (MAX_EDIT_BYTES + 1))
+    (root / "a.txt").write_text("needle\n")
+    result = backend.grep("needle")
+    assert found(result) == [("/a.txt", 1)]
+    assert result.skipped == ["/big.log"]
+
+
+@needs_rg
+def test_ripgrep_does_not_list_an_ignored_large_file_as_skipped(root: Path) -> None:
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "huge.bin").write_bytes(b"needle" * (MAX_EDIT_BYTES // 6 + 1))
+    (root / "big.txt").write_bytes(b"needle\n" * (MAX_EDIT_BYTES // 7 + 1))
+    result = FilesystemBackend(root, ripgrep=True).grep("needle")
+    assert result.skipped == ["/big.txt"]
+
+
 def test_non_utf8_text_is_searched_with_replacement_characters(
     backend: FilesystemBackend, root: Path
 ) -> None:

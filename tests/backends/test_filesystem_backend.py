@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -340,6 +341,32 @@ def test_read_fifo_is_refused_without_blocking(vfs: FilesystemBackend, root: Pat
     assert vfs.read("/pipe").error == BackendError(K.INVALID, "/pipe", "is not a regular file")
     assert vfs.grep("x").matches == []
     assert paths(vfs.ls("/")) == ["/pipe"]
+
+
+def test_writing_onto_a_fifo_or_socket_is_refused_and_leaves_it(
+    vfs: FilesystemBackend, root: Path
+) -> None:
+    os.mkfifo(root / "pipe")
+    error = vfs.write("/pipe", "data\n").error
+    assert error == BackendError(
+        K.INVALID, "/pipe", "it is a FIFO (named pipe), not a regular file; nothing was written"
+    )
+    (upload,) = vfs.upload_files([("/pipe", b"data")])
+    assert upload.error == "invalid_path"
+    assert stat.S_ISFIFO(os.lstat(root / "pipe").st_mode)
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(root / "sock"))
+        assert "a socket, not a regular file" in str(vfs.write("/sock", "x").error)
+        assert stat.S_ISSOCK(os.lstat(root / "sock").st_mode)
+
+
+def test_the_write_file_tool_says_why_a_fifo_is_not_written(root: Path) -> None:
+    from fathom.middleware.filesystem.answers import describe_error
+
+    os.mkfifo(root / "pipe")
+    result = FilesystemBackend(root, virtual_mode=True).write("/pipe", "x")
+    text = describe_error(result.error, tool="write_file")
+    assert text.startswith("Error: cannot write '/pipe' (it is a FIFO (named pipe), not a")
 
 
 def run_without_file_permission_override(root: Path, script: str) -> dict:

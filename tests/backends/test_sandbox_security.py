@@ -80,9 +80,9 @@ async def test_commands_never_run_as_host_root(workspace: Path) -> None:
     assert sandbox.sandbox_ids == (DEFAULT_SANDBOX_HOST_ID, DEFAULT_SANDBOX_HOST_ID)
     # The workspace was handed to the sandbox user, so it can change existing files.
     assert (workspace / "old.txt").stat().st_uid == DEFAULT_SANDBOX_HOST_ID
-    task = asyncio.create_task(
-        sandbox.aexecute("echo more >> old.txt && touch new.txt && exec sleep 1021")
-    )
+    changed = await sandbox.aexecute("echo more >> old.txt && touch new.txt && echo ok")
+    assert changed.output == "ok\n", changed.output
+    task = asyncio.create_task(sandbox.aexecute("exec sleep 1021"))
     uids: set[str] = set()
     deadline = asyncio.get_running_loop().time() + 60  # bounds a slow sandbox start-up only
     while asyncio.get_running_loop().time() < deadline:
@@ -282,10 +282,12 @@ def test_one_file_cannot_exceed_the_disk_budget(workspace: Path) -> None:
     assert (workspace / "big").stat().st_size <= 8 << 20
 
 
-def test_many_files_cannot_exceed_the_disk_budget(workspace: Path) -> None:
-    # The disk guard must kill it: the sleep outlasts the timeout, which only bounds a hang
-    # (kept under pytest's 120 s so a guard that never fires fails on the assertions).
-    sandbox = BubblewrapSandbox(workspace, timeout=90, max_disk_mb=8)
+def test_many_files_cannot_exceed_the_disk_budget_without_the_overlay(workspace: Path) -> None:
+    # The disk guard (the fallback where overlays are unavailable) must kill it: the sleep
+    # outlasts the timeout, which only bounds a hang (kept under pytest's 120 s so a guard
+    # that never fires fails on the assertions). The overlay's budget: test_sandbox_overlay.
+    sandbox = BubblewrapSandbox(workspace, timeout=90, max_disk_mb=8, overlay=False)
+    assert sandbox.disk_limit == "guard"
     result = sandbox.execute(
         "for i in $(seq 10); do head -c 4M /dev/urandom > f$i; done; sleep 1033; echo survived"
     )

@@ -121,6 +121,23 @@ def _search_error(error: GlobError | Escape | OSError, pattern: object, shown: s
     return _outside(shown) if isinstance(error, Escape) else _os_error(shown, error)
 
 
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _special_file(shown: str, mode: int) -> BackendError:
+    """The refusal to write over something that is neither a regular file nor a directory
+    (it is left in place: replacing a FIFO or a socket would break whoever uses it)."""
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+    return BackendError(
+        ErrorKind.INVALID, shown, f"it is {kind}, not a regular file; nothing was written"
+    )
+
+
 def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
     return protocol.FileInfo(
         path=path, is_dir=False, size=st.st_size, modified_at=iso_timestamp(st.st_mtime)
@@ -231,6 +248,55 @@ def _read_regular(dir_fd: int, name: str | None, limit: int) -> tuple[bytes, os.
         return b"".join(chunks), st
     finally:
         os.close(fd)
+
+
+def _run_ripgreps(argvs: list[list[str]], top_fd: int) -> list[bytes] | str:
+    """The stdout of each ripgrep `argv`, run at once in the directory `top_fd`; or why
+    one failed (it could not start, ran past `_RG_TIMEOUT_S`, or exited with an error and
+    printed nothing). Every process started is waited for."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in argvs:
+            procs.append(
+                subprocess.Popen(
+                    argv,
+                    cwd=f"/proc/self/fd/{top_fd}",
+                    pass_fds=(top_fd,),
+                    env={},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
+        deadline = time.monotonic() + _RG_TIMEOUT_S
+        outputs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.001))
+            if proc.returncode not in (0, 1) and not out:
+                detail = err.decode("utf-8", "replace").strip()[:200]
+                return f"exit {proc.returncode}: {detail}"
+            outputs.append(out)
+        return outputs
+    except (OSError, subprocess.SubprocessError) as error:
+        return str(error)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+def _rg_paths(output: bytes) -> list[str]:
+    """ripgrep's NUL-separated paths, relative (`./` dropped)."""
+    paths = []
+    for raw in output.split(b"\0"):
+        if raw:
+            relative = os.fsdecode(raw)
+            paths.append(relative[2:] if relative.startswith("./") else relative)
+    return paths
 
 
 class FilesystemBackend(protocol.BackendProtocol):
@@ -752,15 +818,16 @@ class FilesystemBackend(protocol.BackendProtocol):
     ) -> None:
         """Call `search(shown, dir_fd, name)` for each file under `top` that may hold
         `pattern` and matches `glob`: the files ripgrep lists, or every file walked."""
-        listed = self._ripgrep_files(top_fd, pattern)
-        if listed is None:
+        ripgrep = self._ripgrep_files(top_fd, pattern)
+        if ripgrep is None:
             for shown, relative, _, file_dir, file_name in self._walk(
                 top_fd, top, searching=True
             ):
                 if not glob or glob_matches(glob, relative, budget):
                     search(shown, file_dir, file_name)
             return
-        for relative in listed:
+        listed, oversized = ripgrep
+        for relative in sorted(set(listed) | set(oversized)):
             parts = relative.split("/")
             if _TEMP_NAME.fullmatch(parts[-1]) or _GIT_DIR in parts:
                 continue
@@ -779,16 +846,22 @@ class FilesystemBackend(protocol.BackendProtocol):
             except (Escape, OSError):
                 continue
 
-    def _ripgrep_files(self, top_fd: int, pattern: str) -> list[str] | None:
-        """The files under the directory `top_fd` that contain `pattern`, relative to it, as
-        ripgrep finds them; `None` when ripgrep is not to be used or failed (then the
-        caller walks the tree itself).
+    def _ripgrep_files(
+        self, top_fd: int, pattern: str
+    ) -> tuple[list[str], list[str]] | None:
+        """`(files that contain pattern, files over the size cap)` under the directory
+        `top_fd`, relative to it, as ripgrep finds them; `None` when ripgrep is not to be
+        used or failed (then the caller walks the tree itself).
 
         ripgrep gets an argv (no shell), the pattern after `--` as a fixed string, no
         config file and no environment, and the directory as `/proc/self/fd/N` (the fd this
         backend opened beneath the root) for its working directory, so it starts inside the
         root whatever happens to the path meanwhile. It follows no symlinks (its default).
-        Its paths are only candidates: the caller resolves each beneath the root again.
+        It reads no file over `MAX_EDIT_BYTES` (`--max-filesize`, the cap the Python search
+        applies), so a huge or sparse file cannot stall the search; a second, concurrent
+        `rg --files` lists the files it would search, and those over the cap are returned
+        so that the caller reports them as skipped, as the Python search does. Its paths
+        are only candidates: the caller resolves each beneath the root again.
         """
         if (
             self.ripgrep is None
@@ -797,53 +870,44 @@ class FilesystemBackend(protocol.BackendProtocol):
             or not os.path.isdir(f"/proc/self/fd/{top_fd}")
         ):
             return None
-        argv = [
-            self.ripgrep,
-            "--files-with-matches",
+        common = [
             "--null",
-            "--fixed-strings",
             "--no-config",
             "--hidden",  # dotfiles are searched, as in the Python walk
             "--no-require-git",  # .gitignore applies in any directory
             "--no-ignore-global",  # not the user's global git excludes
             "--no-ignore-parent",  # nothing above the searched directory (outside the root)
-            "--binary",  # search past NUL bytes: the caller decides what is binary
-            "--encoding",
-            "none",  # raw bytes, no transcoding: a superset of what the caller finds
             "--no-messages",
             "--glob",
             f"!{_GIT_DIR}",
+        ]
+        search = [
+            self.ripgrep,
+            "--files-with-matches",
+            "--fixed-strings",
+            "--binary",  # search past NUL bytes: the caller decides what is binary
+            "--encoding",
+            "none",  # raw bytes, no transcoding: a superset of what the caller finds
+            "--max-filesize",
+            str(MAX_EDIT_BYTES),  # larger files are skipped, as in the Python search
+            *common,
             "--",
             pattern,
             ".",
         ]
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=f"/proc/self/fd/{top_fd}",
-                pass_fds=(top_fd,),
-                env={},
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_RG_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as error:
-            logger.warning("ripgrep failed (%s); searching in Python instead", error)
+        listing = [self.ripgrep, "--files", *common, "--", "."]
+        outputs = _run_ripgreps([search, listing], top_fd)
+        if isinstance(outputs, str):
+            logger.warning("ripgrep failed (%s); searching in Python instead", outputs)
             return None
-        if done.returncode not in (0, 1) and not done.stdout:
-            logger.warning(
-                "ripgrep exited with %d (%s); searching in Python instead",
-                done.returncode,
-                done.stderr.decode("utf-8", "replace").strip()[:200],
-            )
-            return None
-        listed = []
-        for raw in done.stdout.split(b"\0"):
-            if raw:
-                relative = os.fsdecode(raw)
-                listed.append(relative[2:] if relative.startswith("./") else relative)
-        return listed
+        matching, candidates = (_rg_paths(output) for output in outputs)
+        oversized = []
+        for relative in candidates:
+            with contextlib.suppress(OSError):
+                st = os.stat(relative, dir_fd=top_fd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_size > MAX_EDIT_BYTES:
+                    oversized.append(relative)
+        return matching, oversized
 
     # ------------------------------------------------------------------ writing
 
@@ -940,6 +1004,8 @@ class FilesystemBackend(protocol.BackendProtocol):
                     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                     if stat.S_ISDIR(st.st_mode):
                         return BackendError(ErrorKind.IS_DIRECTORY, target.shown)
+                    if not stat.S_ISREG(st.st_mode):
+                        return _special_file(target.shown, st.st_mode)
                     old = stat.S_IMODE(st.st_mode)
                 self._replace(dir_fd, name, data, mode=mode, keep=old if keep_mode else None)
         except Escape:

@@ -305,14 +305,15 @@ def run_process(
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None, kill_after_bytes: int | None = None,
-    stderr_prefix: str | None = None,
+    stderr_prefix: str | None = None, pass_fds: Sequence[int] = (),
 ) -> ProcessResult | str:
     """Run `argv` under the policy of this module; the result, or why it could not start.
 
     `on_start(pid)` is called once the process runs (for a watcher that may kill its
     group, such as a disk guard). Setting `cancel` kills the process group (how the async
     form is cancelled). `kill_after_bytes` (default: `capture_bytes`) is how much output
-    kills the command; `stderr_prefix` starts each stderr line.
+    kills the command; `stderr_prefix` starts each stderr line. `pass_fds` are file
+    descriptors the process inherits (a seccomp program, a status pipe), at the same numbers.
     """
     try:
         proc = subprocess.Popen(
@@ -324,6 +325,7 @@ def run_process(
             stderr=subprocess.STDOUT if stderr_prefix is None else subprocess.PIPE,
             start_new_session=True,
             bufsize=0,
+            pass_fds=tuple(pass_fds),
         )
     except (OSError, ValueError) as error:
         return f"could not start the command: {error}"
@@ -373,6 +375,7 @@ async def arun_process(
     env: Mapping[str, str] | None = None, cwd: str | None = None,
     on_output: OutputCallback | None = None, on_start: Callable[[int], None] | None = None,
     kill_after_bytes: int | None = None, stderr_prefix: str | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult | str:
     """`run_process` without blocking the event loop. Cancelling the awaiting task kills
     the process group, waits for it to be reaped, then re-raises the cancellation."""
@@ -410,6 +413,7 @@ async def arun_process(
                 cancel=cancel,
                 kill_after_bytes=kill_after_bytes,
                 stderr_prefix=stderr_prefix,
+                pass_fds=pass_fds,
             )
         except BaseException as error:  # boundary: handed to the awaiting task, raised there
             outcome = error
