@@ -180,8 +180,8 @@ EXAMPLES: dict[str, list[str]] = {
         "trend is up.",
         "without .compile(): TypeError: Subagent 'data-analyzer': runnable must be a compiled "
         "graph",
-        "state without 'messages': ValueError: Subagent 'data-analyzer': its graph state has "
-        "no 'messages' key",
+        "state without 'messages': ValueError: Subagent 'data-analyzer': CompiledSubAgent must "
+        "return a state containing a 'messages' key",
     ],
     "subagent_structured_output": [
         'ToolMessage from \'task\' (JSON):\n  {"summary":"Logical qubits',
