@@ -173,7 +173,7 @@ class CompositeBackend(protocol.PlannedBackend):
         """
         error = result.error
         if prefix != "/" and isinstance(error, BackendError) and error.path is not None:
-            return replace(error, path=self._outer(prefix, error.path))
+            return error.replace(path=self._outer(prefix, error.path))
         return error
 
     def _pattern_for(self, pattern: str) -> str:

@@ -94,6 +94,13 @@ ResultError = BackendError | str | None
 written for the Deep Agents API, or `None` on success."""
 
 
+def _word(result: Any, operation: str) -> None:
+    """Word a result's `BackendError` for `operation` (the reference's text for it)."""
+    error = result.error
+    if isinstance(error, BackendError) and error.operation is None:
+        object.__setattr__(result, "error", error.for_operation(operation))
+
+
 class FileInfo(TypedDict):
     """One entry of a listing."""
 
@@ -135,6 +142,9 @@ class LsResult:
     error: ResultError = None
     entries: list[FileInfo] | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "ls")
+
 
 @dataclass(frozen=True)
 class ReadResult:
@@ -167,7 +177,9 @@ class ReadResult:
     version: str | None = None
 
     def __post_init__(self) -> None:
-        """Reject window fields that contradict each other (they would mislead paging)."""
+        """Word the error for `read`, and reject window fields that contradict each other
+        (they would mislead paging)."""
+        _word(self, "read")
         if (self.start_line is None) != (self.end_line is None):
             raise ValueError("ReadResult: set start_line and end_line together, or neither")
         windowless = self.start_line is None
@@ -212,6 +224,9 @@ class GrepResult:
     truncated: bool = False
     skipped: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "grep")
+
 
 GlobTruncationReason = Literal["budget", "unreadable", "transport"]
 """Why a glob result is incomplete: `budget` (a time or match bound; narrowing the pattern
@@ -232,6 +247,9 @@ class GlobResult:
     truncated: bool = False
     truncation_reason: GlobTruncationReason | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "glob")
+
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -248,6 +266,9 @@ class WriteResult:
     files_update: FilesUpdate | None = None
     version: str | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "write")
+
 
 @dataclass(frozen=True)
 class EditResult:
@@ -260,6 +281,9 @@ class EditResult:
     files_update: FilesUpdate | None = None
     version: str | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "edit")
+
 
 @dataclass(frozen=True)
 class DeleteResult:
@@ -269,6 +293,9 @@ class DeleteResult:
     error: ResultError = None
     path: str | None = None
     files_update: FilesUpdate | None = None
+
+    def __post_init__(self) -> None:
+        _word(self, "delete")
 
 
 @dataclass(frozen=True)
@@ -900,7 +927,7 @@ def _as(kind: Callable[..., Any], answer: Any) -> Any:
     values = {f.name: getattr(answer, f.name) for f in fields(cast("Any", kind))
               if hasattr(answer, f.name)}
     error = values.get("error")
-    if isinstance(error, str) and not isinstance(error, ErrorKind):
+    if isinstance(error, str) and not isinstance(error, ErrorKind | BackendError):
         known = error_kind(error)
         if kind in _RESPONSES.values():
             values["error"] = known or error  # a transfer's error is a kind, or text

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
+from fathom.backends._globbing import (
+    GLOB_TRAVERSAL_REASON,
+    GlobBudget,
+    GlobError,
+    glob_matches,
+)
 from fathom.backends._paths import PathError, normalize_dir, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import (
@@ -221,12 +226,22 @@ def delete_target(file_path: str) -> str | DeleteResult:
 
 def pattern_error(pattern: object, error: GlobError) -> BackendError:
     """The error for a glob pattern the matcher refused: `LIMIT` when it passed a bound
-    (length, nesting, matching work), `INVALID` when it is malformed."""
+    (length, nesting, matching work), `INVALID` when it is malformed; its text is the
+    reference's (`Path traversal not allowed in glob pattern ...` for a `..` segment)."""
     shown = repr(pattern) if len(repr(pattern)) <= 80 else repr(pattern)[:77] + "..."
     detail = f"the glob pattern {shown} {error.reason}"
+    text = _glob_refusal(shown, error)
     if error.limit is not None:
-        return BackendError(ErrorKind.LIMIT, detail=detail, limit=error.limit)
-    return BackendError(ErrorKind.INVALID, detail=detail)
+        return BackendError(ErrorKind.LIMIT, detail=detail, limit=error.limit, text=text)
+    return BackendError(ErrorKind.INVALID, detail=detail, text=text)
+
+
+def _glob_refusal(shown: str, error: GlobError) -> str:
+    """The reference's text for a refused glob pattern (`shown` is its quoted form)."""
+    if error.reason == GLOB_TRAVERSAL_REASON:
+        return f"Path traversal not allowed in glob pattern {shown}"
+    bound = f" (limit {error.limit})" if error.limit is not None else ""
+    return f"Invalid glob pattern {shown}: {error.reason}{bound}"
 
 
 def read_window(data: FileData, offset: int, limit: int, path: str) -> ReadResult:
