@@ -158,11 +158,10 @@ class CompositeBackend(protocol.PlannedBackend):
                 child_dir = directory + route[len(directory) :].split("/", 1)[0] + "/"
                 entries.setdefault(child_dir, protocol.FileInfo(path=child_dir, is_dir=True))
         if result.error and not entries:
-            return (
-                result
-                if prefix == "/"
-                else protocol.LsResult(error=self._outer_error(prefix, result))
-            )
+            if prefix == "/":
+                return result
+            none = [] if result.entries is not None else None
+            return protocol.LsResult(error=self._outer_error(prefix, result), entries=none)
         return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def _outer_error(self, prefix: str, result: Any) -> Any:
@@ -173,7 +172,8 @@ class CompositeBackend(protocol.PlannedBackend):
         """
         error = result.error
         if prefix != "/" and isinstance(error, BackendError) and error.path is not None:
-            return error.replace(path=self._outer(prefix, error.path))
+            shown = self._outer(prefix, error.shown) if error.shown else None
+            return error.replace(path=self._outer(prefix, error.path), shown=shown)
         return error
 
     def _pattern_for(self, pattern: str) -> str:

@@ -241,6 +241,8 @@ class BackendError(str):
             then also the error's text.
         operation: The operation whose wording the text follows (`read`, `edit`, `ls`,
             ...), set when the error is put in a result; `None` before.
+        shown: The path as the caller wrote it, when the text shows that rather than
+            `path` (the reference's `ls` quotes `/x/` as given); `None` otherwise.
 
     The error is immutable. Two errors are equal when their facts (`kind`, `path`,
     `detail`, `count`, `limit`, `message`) are, whichever operation each is worded for; an
@@ -248,7 +250,9 @@ class BackendError(str):
     errors worded for different operations, which are different strings, hash apart).
     """
 
-    __slots__ = ("_given", "count", "detail", "kind", "limit", "message", "operation", "path")
+    __slots__ = (
+        "_given", "count", "detail", "kind", "limit", "message", "operation", "path", "shown",
+    )
 
     kind: ErrorKind
     path: str | None
@@ -258,6 +262,7 @@ class BackendError(str):
     message: str | None
     operation: str | None
     _given: str | None
+    shown: str | None
 
     def __new__(
         cls,
@@ -287,6 +292,7 @@ class BackendError(str):
         for name, value in (
             ("kind", kind), ("path", path), ("detail", detail), ("count", count),
             ("limit", limit), ("message", message), ("operation", operation), ("_given", text),
+            ("shown", shown),
         ):
             object.__setattr__(self, name, value)
         return self
@@ -295,21 +301,22 @@ class BackendError(str):
         return tuple(getattr(self, name) for name in _FACTS)
 
     def replace(self, **changes: Any) -> BackendError:
-        """A copy with some facts changed (`path=`, `detail=`, `operation=`, ...); its text
-        is worded again from them (words given as `text` or `message` are kept)."""
+        """A copy with some facts changed (`path=`, `detail=`, `operation=`, `shown=`, ...);
+        its text is worded again from them (words given as `text` or `message` are kept; a
+        new `path` drops the path as the caller wrote it)."""
         values: dict[str, Any] = {name: getattr(self, name) for name in _FACTS}
         values["operation"] = self.operation
         values["text"] = self._given
+        values["shown"] = None if "path" in changes else self.shown
         values.update(changes)
         return BackendError(**values)
 
     def for_operation(self, operation: str, shown: str | None = None) -> BackendError:
         """This error worded for `operation` (a result type calls it for its own
-        operation); `shown` is the path as the caller wrote it."""
-        if self.operation == operation and shown is None:
+        operation); `shown` is the path as the caller wrote it (default: as before)."""
+        if self.operation == operation and shown in (None, self.shown):
             return self
-        values: dict[str, Any] = {name: getattr(self, name) for name in _FACTS}
-        return BackendError(**values, operation=operation, text=self._given, shown=shown)
+        return self.replace(operation=operation, shown=shown if shown is not None else self.shown)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BackendError):
@@ -342,7 +349,7 @@ class BackendError(str):
 
     def __reduce__(self) -> tuple[Any, ...]:
         values = {name: getattr(self, name) for name in _FACTS}
-        return (_restore, (values, self.operation, self._given, str(self)))
+        return (_restore, (values, self.operation, self._given, self.shown))
 
     def __copy__(self) -> Self:
         return self
@@ -352,13 +359,10 @@ class BackendError(str):
 
 
 def _restore(
-    values: dict[str, Any], operation: str | None, given: str | None, words: str
+    values: dict[str, Any], operation: str | None, given: str | None, shown: str | None
 ) -> BackendError:
-    """Rebuild a pickled `BackendError` (its text as it was: the path it showed included)."""
-    error = BackendError(**values, operation=operation, text=given if given else words)
-    if given is None:
-        object.__setattr__(error, "_given", None)
-    return error
+    """Rebuild a pickled `BackendError`."""
+    return BackendError(**values, operation=operation, text=given, shown=shown)
 
 
 def error_kind(error: object) -> ErrorKind | None:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from fathom.backends import protocol
 from fathom.backends._beneath import Escape, Resolver, close_quietly
@@ -119,6 +120,18 @@ def _search_error(error: GlobError | Escape | OSError, pattern: object, shown: s
     if isinstance(error, GlobError):
         return pattern_error(pattern, error)
     return _outside(shown) if isinstance(error, Escape) else _os_error(shown, error)
+
+
+def _search_failure(
+    error: GlobError | Escape | OSError, pattern: object, shown: str, raw: str | None
+) -> dict[str, Any]:
+    """The fields of a failed search's result: the error (`_search_error`), worded with the
+    path as the caller wrote it, and, for a directory that does not exist, no matches
+    (`matches=[]`, as the reference answers) beside the error."""
+    failure = _search_error(error, pattern, shown)
+    if failure.kind is not ErrorKind.NOT_FOUND:
+        return {"error": failure}
+    return {"error": failure.replace(shown=raw or None), "matches": []}
 
 
 def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
@@ -555,9 +568,9 @@ class FilesystemBackend(protocol.BackendProtocol):
                 finally:
                     os.close(listing)
         except Escape:
-            return protocol.LsResult(error=_outside(target.shown))
+            return protocol.LsResult(error=_outside(target.shown).for_operation("ls", path))
         except OSError as error:
-            return protocol.LsResult(error=_os_error(target.shown, error))
+            return protocol.LsResult(error=_os_error(target.shown, error).for_operation("ls", path))
         entries: list[protocol.FileInfo] = []
         for entry, st in children:
             if st is None or _TEMP_NAME.fullmatch(entry.name):
@@ -675,7 +688,7 @@ class FilesystemBackend(protocol.BackendProtocol):
                 finally:
                     os.close(top)
         except (GlobError, Escape, OSError) as error:
-            return protocol.GlobResult(error=_search_error(error, pattern, target.shown))
+            return protocol.GlobResult(**_search_failure(error, pattern, target.shown, path))
         matches.sort(key=lambda info: info["path"])
         return protocol.GlobResult(matches=matches)
 
@@ -732,7 +745,7 @@ class FilesystemBackend(protocol.BackendProtocol):
                 else:
                     search(target.shown, dir_fd, name)
         except (GlobError, Escape, OSError) as error:
-            return protocol.GrepResult(error=_search_error(error, glob, target.shown))
+            return protocol.GrepResult(**_search_failure(error, glob, target.shown, path))
         found.sort(key=lambda item: item[0])
         matches = [match for _, lines in found if lines for match in lines]
         skipped = [shown for shown, lines in found if lines is None]

@@ -38,11 +38,27 @@ from typing import Any, Literal, NotRequired, Self, TypeVar, cast
 
 from typing_extensions import TypedDict
 
-from fathom.backends.errors import BackendError, ErrorKind, error_kind
+from fathom.backends.errors import (
+    FILE_NOT_FOUND,
+    INVALID_PATH,
+    IS_DIRECTORY,
+    PERMISSION_DENIED,
+    BackendError,
+    ErrorKind,
+    FileOperationError,
+    error_kind,
+)
 from fathom.errors import FathomError
 from fathom.state import FileData, FilesUpdate
 
 __all__ = [
+    "ASYNC_GLOB_TIMEOUT",
+    "ASYNC_GREP_TIMEOUT",
+    "DEFAULT_GREP_TIMEOUT",
+    "FILE_NOT_FOUND",
+    "INVALID_PATH",
+    "IS_DIRECTORY",
+    "PERMISSION_DENIED",
     "BackendFactory",
     "BackendOrFactory",
     "BackendProtocol",
@@ -53,6 +69,7 @@ __all__ = [
     "ExecuteResponse",
     "FileDownloadResponse",
     "FileInfo",
+    "FileOperationError",
     "FileUploadResponse",
     "ForeignBackend",
     "GlobResult",
@@ -88,6 +105,17 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
+
+DEFAULT_GREP_TIMEOUT = 15
+"""The reference's bound, in seconds, on one sync grep phase, for backends that want one;
+fathom's own backends bound a search by its work (`GlobBudget`, sizes), not by time."""
+
+ASYNC_GREP_TIMEOUT = 2 * DEFAULT_GREP_TIMEOUT + 5
+"""The reference's bound, in seconds, on an async grep (see `DEFAULT_GREP_TIMEOUT`)."""
+
+ASYNC_GLOB_TIMEOUT = 30
+"""The reference's bound, in seconds, on a sandbox glob round trip (see
+`DEFAULT_GREP_TIMEOUT`)."""
 
 ResultError = BackendError | str | None
 """A result's `error`: a `BackendError` from fathom's backends, free text from a backend
@@ -617,12 +645,20 @@ class SandboxBackendProtocol(BackendProtocol):
         return await asyncio.to_thread(self.execute, command, timeout=timeout)
 
 
+@functools.lru_cache(maxsize=128)
 def execute_accepts_timeout(cls: type) -> bool:
-    """Whether `cls.execute`, as written, takes a `timeout` keyword (the reference's check;
-    fathom never needs it: every backend's `execute` is conformed)."""
+    """Whether `cls.execute`, as written, takes a `timeout` keyword (the reference's check,
+    cached per class; fathom never needs it: every backend's `execute` is conformed).
+
+    A signature that cannot be inspected counts as no (logged)."""
     try:
         return "timeout" in inspect.signature(cls.execute).parameters  # type: ignore[attr-defined]
     except (AttributeError, TypeError, ValueError):
+        logger.warning(
+            "Could not inspect signature of %s.execute; assuming it takes no timeout",
+            getattr(cls, "__qualname__", cls),
+            exc_info=True,
+        )
         return False
 
 

@@ -136,7 +136,11 @@ class StateBackend(BackendBase):
             else:
                 entries[file_path] = file_info(file_path, data)
         if not entries and directory != "/":
-            return protocol.LsResult(error=BackendError(ErrorKind.NOT_FOUND, exact))
+            # No error in the reference (an empty listing); fathom says that nothing is
+            # there and, for code that reads the entries anyway, lists none.
+            shown = path if isinstance(path, str) else None
+            missing = BackendError(ErrorKind.NOT_FOUND, exact, shown=shown)
+            return protocol.LsResult(error=missing, entries=[])
         return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.ReadResult:
