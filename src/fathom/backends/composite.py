@@ -199,6 +199,8 @@ class CompositeBackend(protocol.PlannedBackend):
         for prefix, child, inner in self._sources(directory):
             result = yield protocol.call(child, "glob", self._pattern_for(pattern), inner)
             results.append((prefix, result))
+            if _fails(result):
+                break  # the merge answers with this error: no other backend is asked
         return self._merge_glob(directory, pattern, results)
 
     def _route_error(self, results: list[tuple[str, Any]]) -> Any:
@@ -280,6 +282,8 @@ class CompositeBackend(protocol.PlannedBackend):
         for prefix, child, inner in sources:
             result = yield protocol.call(child, "grep", pattern, inner, child_glob, **kwargs)
             results.append((prefix, result))
+            if _fails(result):
+                break  # the merge answers with this error: no other backend is asked
         return protocol.cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(
@@ -534,7 +538,11 @@ class CompositeBackend(protocol.PlannedBackend):
         return protocol.supports_execute(self.default)
 
     def execute(self, command: str, *, timeout: int | None = None) -> protocol.ExecuteResponse:
-        """Run `command` in the default backend (the sandbox); routes are not visible there."""
+        """Run `command` in the default backend (the sandbox); routes are not visible there.
+
+        Raises:
+            NotImplementedError: the default backend cannot run commands (`can_execute`).
+        """
         return self._perform("execute", command, timeout=timeout)
 
     async def aexecute(
@@ -547,5 +555,16 @@ class CompositeBackend(protocol.PlannedBackend):
         self, command: str, timeout: int | None
     ) -> protocol.Plan[protocol.ExecuteResponse]:
         if not self.can_execute:
-            raise protocol.OperationFailed(BackendError(ErrorKind.UNSUPPORTED, detail="execute"))
+            # Not reached through the `execute` tool, which is offered only when the default
+            # backend runs commands (`can_execute`): a direct call is a setup mistake.
+            raise NotImplementedError(
+                "The default backend doesn't support command execution: give the "
+                "CompositeBackend a default backend that runs commands (a sandbox)."
+            )
         return (yield protocol.call(self.default, "execute", command, timeout=timeout))
+
+
+def _fails(result: Any) -> bool:
+    """Whether a routed search result is an error the merge answers with (`NOT_FOUND` is
+    not one: that route has nothing under the searched path)."""
+    return bool(result.error) and error_kind(result.error) is not ErrorKind.NOT_FOUND

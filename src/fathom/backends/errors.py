@@ -202,7 +202,8 @@ def _words(
     if kind is ErrorKind.PAST_END:
         return f"Line offset {limit or 0} exceeds file length ({count or 0} lines)"
     if kind is ErrorKind.NO_MATCH:
-        return f"Error: String not found in file '{p}'" if p else "Error: String not found"
+        where = f" in file '{p}'" if p else ""
+        return f"Error: String not found{where}{_aside(detail)}"
     if kind is ErrorKind.NOT_UNIQUE:
         return (
             f"Error: String appears {count} times in file '{p}'. Use replace_all=True to "

@@ -702,7 +702,13 @@ class FilesystemBackend(protocol.BackendProtocol):
         `truncated` says some were left out). `context_lines=N` gives each match up to `N`
         neighbouring lines on each side (`context_before`/`context_after`). Binary files
         are passed over; files over `MAX_EDIT_BYTES` are listed in `skipped`.
+
+        Raises:
+            ValueError: `context_lines` is negative (as in the reference: the keyword is
+                the caller's, never the model's).
         """
+        if type(context_lines) is int and context_lines < 0:
+            raise ValueError("context_lines must be non-negative")
         target = self._target(path, directory=True)
         if isinstance(target, BackendError):
             return protocol.GrepResult(error=target)

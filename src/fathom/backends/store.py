@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
-from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
+from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp
 
 from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
@@ -372,7 +372,9 @@ class _Raced:
 
 @dataclass(frozen=True)
 class _Remove:
-    key: str
+    """Remove these keys, in one store batch."""
+
+    keys: tuple[str, ...]
 
 
 _Op = _Get | _Page | _Put | _Remove
@@ -484,8 +486,7 @@ def _delete_plan(file_path: str) -> Generator[_Op, Any, protocol.DeleteResult]:
     doomed = files_under(dict.fromkeys([*listing.files, *listing.unreadable]), path)
     if not doomed:
         return protocol.DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
-    for key in doomed:
-        yield _Remove(key)
+    yield _Remove(tuple(doomed))
     return protocol.DeleteResult(path=path)
 
 
@@ -577,7 +578,7 @@ def _request(namespace: tuple[str, ...], op: _Op) -> tuple[str, tuple[Any, ...],
     if isinstance(op, _Put):
         return "put", (namespace, op.key, dict(op.value)), {}
     if isinstance(op, _Remove):
-        return "delete", (namespace, op.key), {}
+        return "batch", ([PutOp(namespace, key, None) for key in op.keys],), {}
     return "search", (namespace,), {"limit": PAGE_SIZE, "offset": op.offset}
 
 

@@ -320,21 +320,63 @@ def _with_content(data: FileData, text: str) -> FileData:
 def apply_edit(
     path: str, text: str, old_string: str, new_string: str, replace_all: bool
 ) -> tuple[str, int] | EditResult:
-    """Replace `old_string` in `text`; return `(new_text, occurrences)` or an error result."""
+    """Replace `old_string` in `text`; return `(new_text, occurrences)` or an error result.
+
+    Line ends are matched as the reference's file backend reads them (text mode): in a
+    file without carriage returns, `\r\n` and `\r` in both strings are read as `\n`, and
+    in a file whose every line ends with `\r\n`, a `\n` in strings without carriage
+    returns is read as `\r\n`; either way the file keeps its one kind of line end. An
+    `old_string` that misses only because of a newline the file's end lacks says so
+    (`detail`).
+    """
     if old_string == "":
         return EditResult(error=BackendError(ErrorKind.INVALID, path, "old_string is empty"))
+    if "\r" not in text and ("\r" in old_string or "\r" in new_string):
+        old_string, new_string = _lf(old_string), _lf(new_string)
+    elif _crlf_only(text) and "\n" in old_string and "\r" not in old_string + new_string:
+        old_string, new_string = _crlf(old_string), _crlf(new_string)
     if old_string == new_string:
         return EditResult(
             error=BackendError(ErrorKind.INVALID, path, "old_string and new_string are the same")
         )
     count = text.count(old_string)
     if count == 0:
-        return EditResult(error=BackendError(ErrorKind.NO_MATCH, path))
+        return EditResult(error=BackendError(ErrorKind.NO_MATCH, path, _eof_hint(text, old_string)))
     if count > 1 and not replace_all:
         return EditResult(error=BackendError(ErrorKind.NOT_UNIQUE, path, count=count))
     if replace_all:
         return text.replace(old_string, new_string), count
     return text.replace(old_string, new_string, 1), 1
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def _crlf_only(text: str) -> bool:
+    """Whether every line end of `text` is `\r\n` (and it has one)."""
+    lines = text.count("\n")
+    return lines > 0 and text.count("\r\n") == lines and text.count("\r") == lines
+
+
+def _eof_hint(text: str, old_string: str) -> str | None:
+    """Why `old_string` missed when the only cause is its final newline, which the file's
+    last line lacks; else `None`."""
+    stripped = old_string.removesuffix("\n")
+    if not old_string.endswith("\n") or not stripped or not text.endswith(stripped):
+        return None
+    found = text.count(stripped)
+    hint = "old_string ends with a newline, but the file does not end with one"
+    if found == 1:
+        return f"{hint}; remove that newline from old_string (and new_string)"
+    return (
+        f"{hint}; without it, old_string appears {found} times: remove the newline and add "
+        "surrounding context"
+    )
 
 
 def grep_lines(
