@@ -157,7 +157,9 @@ class CompositeBackend(protocol.PlannedBackend):
             if len(route) > len(prefix) and route.startswith(directory) and route != directory:
                 child_dir = directory + route[len(directory) :].split("/", 1)[0] + "/"
                 entries.setdefault(child_dir, protocol.FileInfo(path=child_dir, is_dir=True))
-        if result.error and not entries:
+        if result.error and (not entries or _fails(result)):
+            # Routes under the directory make it exist, so a "not found" from the backend
+            # that owns it is not an error; any other failure is (as in the reference).
             if prefix == "/":
                 return result
             none = [] if result.entries is not None else None
