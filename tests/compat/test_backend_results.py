@@ -250,6 +250,22 @@ def test_composite_delete_on_a_route_without_delete_is_not_supported(disk: Files
     assert "not supported" in error
 
 
+def test_composite_grep_asks_no_more_routes_once_the_cap_is_met() -> None:
+    class Unasked(StoreBackend):
+        def grep(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a route was searched after the cap was met")
+
+    store = InMemoryStore()
+    default = StoreBackend(store=store, namespace=lambda rt: ("default",))
+    route = Unasked(store=store, namespace=lambda rt: ("routed",))
+    composite = CompositeBackend(default=default, routes={"/memories/": route})
+    composite.write("/a.txt", "hit\nhit\nhit\n")
+    result = composite.grep("hit", path="/", max_count=2)
+    assert result.error is None
+    assert len(result.matches) == 2
+    assert result.truncated is True
+
+
 # --------------------------------------------------------------------------- backends.utils
 
 

@@ -175,7 +175,7 @@ class CompositeBackend(protocol.PlannedBackend):
         error = result.error
         if prefix != "/" and isinstance(error, BackendError) and error.path is not None:
             shown = self._outer(prefix, error.shown) if error.shown else None
-            return error.replace(path=self._outer(prefix, error.path), shown=shown)
+            return error.changed(path=self._outer(prefix, error.path), shown=shown)
         return error
 
     def _pattern_for(self, pattern: str) -> str:
@@ -281,11 +281,17 @@ class CompositeBackend(protocol.PlannedBackend):
         child_glob = glob if glob and "/" not in glob else None
         kwargs = {"max_count": max_count, "context_lines": context_lines}
         results = []
-        for prefix, child, inner in sources:
+        for index, (prefix, child, inner) in enumerate(sources):
             result = yield protocol.call(child, "grep", pattern, inner, child_glob, **kwargs)
             results.append((prefix, result))
             if _fails(result):
                 break  # the merge answers with this error: no other backend is asked
+            if max_count is not None and index + 1 < len(sources):
+                merged = self._merge_grep(directory, glob, results)
+                if merged.matches is not None and len(merged.matches) >= max_count:
+                    # The cap is met: the other backends are not asked, and the answer
+                    # says it may be incomplete (as the reference's does).
+                    return protocol.cap_grep(replace(merged, truncated=True), max_count)
         return protocol.cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(

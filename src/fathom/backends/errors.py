@@ -249,16 +249,26 @@ class BackendError(str):
     `detail`, `count`, `limit`, `message`) are, whichever operation each is worded for; an
     error equals a plain string with its text, and hashes as that text (so two equal
     errors worded for different operations, which are different strings, hash apart).
+    Every `str` method works on the text, except `count`, which is the fact above (count
+    substrings with `str.count(error, sub)`).
     """
 
     __slots__ = (
-        "_given", "count", "detail", "kind", "limit", "message", "operation", "path", "shown",
+        "_given",
+        "count",  # pyright: ignore[reportIncompatibleMethodOverride] - the fact, see above
+        "detail",
+        "kind",
+        "limit",
+        "message",
+        "operation",
+        "path",
+        "shown",
     )
 
     kind: ErrorKind
     path: str | None
     detail: str | None
-    count: int | None
+    count: int | None  # pyright: ignore[reportIncompatibleMethodOverride]
     limit: int | None
     message: str | None
     operation: str | None
@@ -301,7 +311,7 @@ class BackendError(str):
     def _facts(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in _FACTS)
 
-    def replace(self, **changes: Any) -> BackendError:
+    def changed(self, **changes: Any) -> BackendError:
         """A copy with some facts changed (`path=`, `detail=`, `operation=`, `shown=`, ...);
         its text is worded again from them (words given as `text` or `message` are kept; a
         new `path` drops the path as the caller wrote it)."""
@@ -317,7 +327,7 @@ class BackendError(str):
         operation); `shown` is the path as the caller wrote it (default: as before)."""
         if self.operation == operation and shown in (None, self.shown):
             return self
-        return self.replace(operation=operation, shown=shown if shown is not None else self.shown)
+        return self.changed(operation=operation, shown=shown if shown is not None else self.shown)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BackendError):

@@ -131,7 +131,7 @@ def _search_failure(
     failure = _search_error(error, pattern, shown)
     if failure.kind is not ErrorKind.NOT_FOUND:
         return {"error": failure}
-    return {"error": failure.replace(shown=raw or None), "matches": []}
+    return {"error": failure.changed(shown=raw or None), "matches": []}
 
 
 def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
