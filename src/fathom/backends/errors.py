@@ -156,27 +156,31 @@ def _words(
     limit: int | None,
     operation: str | None,
 ) -> str:
-    """The Deep Agents API's text for a failure of `operation` (see the module docstring)."""
+    """The Deep Agents API's text for a failure of `operation` (see the module docstring);
+    `p` is the path shown ("" when the error names none)."""
+    quoted = f"'{p}'" if p else "the path"
+    in_file = f" in file '{p}'" if p else ""
     if kind is ErrorKind.NOT_FOUND:
         if operation in ("ls", "grep", "glob"):
-            return f"Path '{p}': path_not_found"
+            return f"Path {quoted}: path_not_found"
         opening = "Error: File" if operation in ("edit", "delete") else "File"
         return f"{opening} '{p}' not found" if p else f"{opening} not found"
     if kind is ErrorKind.NOT_A_DIRECTORY:
         if operation == "ls":
-            return f"Path '{p}': not_a_directory"
-        return f"Error: '{p}' is not a directory{_aside(detail)}"
+            return f"Path {quoted}: not_a_directory"
+        return f"Error: {quoted} is not a directory{_aside(detail)}"
     if kind is ErrorKind.IS_DIRECTORY:
         if operation in ("read", "edit"):
             # The reference's backends find no file at a directory's path.
             opening = "Error: File" if operation == "edit" else "File"
-            return f"{opening} '{p}' not found: it is a directory{_aside(detail)}"
+            where = f" '{p}'" if p else ""
+            return f"{opening}{where} not found: it is a directory{_aside(detail)}"
         if operation == "write":
-            return f"Error writing file '{p}': Is a directory{_aside(detail)}"
-        return f"Error: '{p}' is a directory{_aside(detail)}"
+            return f"{_prefix(operation, p)}: Is a directory{_aside(detail)}"
+        return f"Error: {quoted} is a directory{_aside(detail)}"
     if kind is ErrorKind.INVALID:
         if detail in (TRAVERSAL_REASON, HOME_REASON):
-            return f"Path traversal not allowed: {p}"
+            return f"Path traversal not allowed: {p}" if p else "Path traversal not allowed"
         if detail == "old_string is empty":
             return EMPTY_OLD_STRING_ERROR
         if not p:
@@ -184,30 +188,30 @@ def _words(
         verb = _VERB.get(operation or "", "use")
         return f"Error: cannot {verb} '{p}': {detail or 'the path is not valid'}"
     if kind is ErrorKind.OUTSIDE_ROOT:
-        return f"Error: path '{p}' is outside root directory{_aside(detail)}"
+        return f"Error: {quoted} is outside the root directory{_aside(detail)}"
     if kind is ErrorKind.PERMISSION:
         reason = "" if detail in (None, "Permission denied") else f" ({detail})"
         return f"{_prefix(operation, p)}: Permission denied{reason}"
     if kind is ErrorKind.EXISTS:
-        return f"Error: File '{p}' already exists"
+        return f"Error: File '{p}' already exists" if p else "Error: the file already exists"
     if kind is ErrorKind.TOO_LARGE:
-        size = f"{count} bytes" if count is not None else "its size"
-        bound = f"the maximum size of {limit} bytes" if limit is not None else "the size limit"
+        size = f"{count} bytes" if count is not None else "over the size limit"
+        bound = f", which exceeds the maximum size of {limit} bytes" if limit is not None else ""
         when = f" {detail}" if detail else ""
-        return f"{_prefix(operation, p)}: file{when} is {size}, which exceeds {bound}"
+        return f"{_prefix(operation, p)}: the file{when} is {size}{bound}"
     if kind is ErrorKind.BINARY:
         if operation == "edit":
             return f"Error: Cannot edit binary files with text replacements.{_aside(detail)}"
-        return f"Error: '{p}' is a binary file{_aside(detail)}"
+        return f"Error: {quoted} is a binary file{_aside(detail)}"
     if kind is ErrorKind.PAST_END:
         return f"Line offset {limit or 0} exceeds file length ({count or 0} lines)"
     if kind is ErrorKind.NO_MATCH:
-        where = f" in file '{p}'" if p else ""
-        return f"Error: String not found{where}{_aside(detail)}"
+        return f"Error: String not found{in_file}{_aside(detail)}"
     if kind is ErrorKind.NOT_UNIQUE:
+        times = f"{count} times" if count is not None else "more than once"
         return (
-            f"Error: String appears {count} times in file '{p}'. Use replace_all=True to "
-            "replace all instances, or provide a more specific string with surrounding context."
+            f"Error: String appears {times}{in_file}. Use replace_all=True to replace all "
+            "instances, or provide a more specific string with surrounding context."
         )
     if kind is ErrorKind.CHANGED:
         return (
@@ -219,7 +223,7 @@ def _words(
         return f"Error: {detail or 'the request passed a limit'}{bound}"
     if kind is ErrorKind.UNSUPPORTED:
         if operation == "delete" or detail == "delete":
-            return f"Error: deletion is not supported for '{p}'."
+            return f"Error: deletion is not supported for {quoted}."
         what = detail or operation or "this operation"
         return f"Error: {what} is not supported" + (f" for '{p}'." if p else ".")
     return f"{_prefix(operation, p)}: {detail or 'the backend failed'}"
