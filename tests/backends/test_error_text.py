@@ -97,7 +97,8 @@ def test_a_missing_final_newline_is_named_in_the_error() -> None:
 
 
 def test_state_backend_reads_legacy_list_content() -> None:
-    rt = SimpleNamespace(state={"files": {"/old.txt": {"content": ["a", "b"], "encoding": "utf-8"}}})
+    legacy = {"/old.txt": {"content": ["a", "b"], "encoding": "utf-8"}}
+    rt = SimpleNamespace(state={"files": legacy})
     backend = StateBackend().bind(rt)
     assert backend.read("/old.txt").file_data["content"] == "a\nb"
     assert [m["line"] for m in backend.grep("b", "/").matches] == [2]
