@@ -138,10 +138,11 @@ def test_ls_does_not_confuse_prefix_siblings() -> None:
     assert [e["path"] for e in backend.ls("/a").entries] == ["/a/x.txt"]
 
 
-def test_ls_missing_directory_is_an_error(backend: StateBackend) -> None:
-    result = backend.ls("/nope")
-    assert result.entries is None
+def test_ls_missing_directory_is_an_error_with_no_entries(backend: StateBackend) -> None:
+    result = backend.ls("/nope/")
+    assert result.entries == []  # the reference lists nothing; code that iterates works
     assert result.error == BackendError(ErrorKind.NOT_FOUND, "/nope")
+    assert result.error == "Path '/nope/': path_not_found"
 
 
 def test_ls_empty_root_is_an_empty_listing() -> None:

@@ -25,6 +25,7 @@ from fathom.backends.store import (
     PAGE_SIZE,
     NamespaceRuntime,
     StoreBackend,
+    _validate_namespace,
     namespace_problem,
     validate_namespace,
 )
@@ -393,7 +394,7 @@ def test_value_without_content_is_an_error_not_a_crash(ops: Ops, store: Counting
 
 @pytest.mark.parametrize(
     "namespace",
-    [("a*b",), ("a?",), ("",), ("x/y",), ("a b",), (), ("ok", 3), "alice", ["alice"], ("é",)],
+    [("a*b",), ("a?",), ("",), ("x/y",), ("a b",), (), ("ok", 3), "alice", ["a*"], ("é",)],
 )
 def test_static_invalid_namespace_raises_at_construction(namespace: Any) -> None:
     with pytest.raises(ValueError, match="Invalid StoreBackend namespace"):
@@ -415,9 +416,9 @@ def test_valid_namespaces(namespace: tuple[str, ...]) -> None:
     ("namespace", "fragment"),
     [
         (("a*b",), "'*'"),
-        (("",), "empty component"),
+        (("",), "must not be empty"),
         (("x/y",), "'/'"),
-        ((), "empty tuple"),
+        ((), "must not be empty"),
         (("ok", "a?"), "'?'"),
         ("user", "must be a tuple"),
     ],
@@ -773,3 +774,31 @@ def test_unbound_backend_inside_a_graph_uses_the_graph_store_and_runtime() -> No
     )
     assert graph.invoke({"answer": ""}, context=Ctx(user_id="dana")) == {"answer": "from a node"}
     assert store.get(("dana",), "/n.md") is not None
+
+
+def test_a_namespace_given_as_a_list_is_used_as_a_tuple(store: CountingStore) -> None:
+    fixed = StoreBackend(store=store, namespace=["team", "a"])  # type: ignore[arg-type]
+    from_factory = StoreBackend(store=store, namespace=lambda rt: ["team", "b"])
+    assert fixed.write("/x.md", "a").error is None
+    assert from_factory.write("/x.md", "b").error is None
+    assert store.get(("team", "a"), "/x.md").value["content"] == "a"
+    assert store.get(("team", "b"), "/x.md").value["content"] == "b"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "words", "exception"),
+    [
+        ((), "must not be empty", ValueError),
+        (("ok", ""), "must not be empty", ValueError),
+        (("file*system",), "disallowed characters", ValueError),
+        (("ok", 3), "must be a string", TypeError),
+    ],
+)
+def test_the_reference_namespace_check_raises_its_words(
+    namespace: Any, words: str, exception: type[Exception]
+) -> None:
+    with pytest.raises(exception, match=words):
+        _validate_namespace(namespace)
+    assert _validate_namespace(("filesystem", "user@example.com")) == (
+        "filesystem", "user@example.com"
+    )

@@ -31,6 +31,7 @@ from functools import lru_cache
 from fathom.errors import FathomError
 
 __all__ = [
+    "GLOB_TRAVERSAL_REASON",
     "MAX_BRACE_DEPTH",
     "MAX_BRACE_EXPANSIONS",
     "MAX_MATCH_STEPS",
@@ -55,6 +56,10 @@ MAX_MATCH_STEPS = 2_000_000
 _MAX_CACHED_MOVES = 20_000  # cached automaton moves per pattern; the cache is flushed past it
 
 _DIALECT = "Use *, ?, **, [abc], [!abc] and {a,b}."
+
+
+GLOB_TRAVERSAL_REASON = "has a '..' segment"
+"""The `GlobError.reason` of a pattern with a `..` segment."""
 
 
 class GlobError(FathomError, ValueError):
@@ -588,7 +593,7 @@ def glob_matches(pattern: str, relative_path: str, budget: GlobBudget | None = N
         raise GlobError(
             f"Error: the glob pattern {_shown(pattern)} has a '..' segment; globs search "
             "below their path. Pass the directory to search as `path` instead.",
-            reason="has a '..' segment",
+            reason=GLOB_TRAVERSAL_REASON,
         )
     if not isinstance(pattern, str) or "/" in pattern:
         return compile_matcher(pattern.lstrip("/") if isinstance(pattern, str) else pattern).match(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fathom.backends.errors import HOME_REASON, TRAVERSAL_REASON
 from fathom.errors import FathomError
 
 __all__ = [
@@ -50,7 +51,7 @@ def normalize_path(path: str) -> str:
         raise PathError(
             f"Error: the path {raw!r} uses '~', which is not allowed here. "
             "Use an absolute path inside the workspace, such as `/notes.md`.",
-            "starts with '~'",
+            HOME_REASON,
         )
     if "\\" in raw:
         raise PathError(
@@ -72,7 +73,7 @@ def normalize_path(path: str) -> str:
                 raise PathError(
                     f"Error: the path {raw!r} goes above the filesystem root. "
                     "Paths must stay inside '/'.",
-                    "goes above the root with '..'",
+                    TRAVERSAL_REASON,
                 )
             parts.pop()
             continue

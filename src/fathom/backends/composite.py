@@ -157,12 +157,13 @@ class CompositeBackend(protocol.PlannedBackend):
             if len(route) > len(prefix) and route.startswith(directory) and route != directory:
                 child_dir = directory + route[len(directory) :].split("/", 1)[0] + "/"
                 entries.setdefault(child_dir, protocol.FileInfo(path=child_dir, is_dir=True))
-        if result.error and not entries:
-            return (
-                result
-                if prefix == "/"
-                else protocol.LsResult(error=self._outer_error(prefix, result))
-            )
+        if result.error and (not entries or _fails(result)):
+            # Routes under the directory make it exist, so a "not found" from the backend
+            # that owns it is not an error; any other failure is (as in the reference).
+            if prefix == "/":
+                return result
+            none = [] if result.entries is not None else None
+            return protocol.LsResult(error=self._outer_error(prefix, result), entries=none)
         return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def _outer_error(self, prefix: str, result: Any) -> Any:
@@ -173,7 +174,8 @@ class CompositeBackend(protocol.PlannedBackend):
         """
         error = result.error
         if prefix != "/" and isinstance(error, BackendError) and error.path is not None:
-            return replace(error, path=self._outer(prefix, error.path))
+            shown = self._outer(prefix, error.shown) if error.shown else None
+            return error.changed(path=self._outer(prefix, error.path), shown=shown)
         return error
 
     def _pattern_for(self, pattern: str) -> str:
@@ -199,6 +201,8 @@ class CompositeBackend(protocol.PlannedBackend):
         for prefix, child, inner in self._sources(directory):
             result = yield protocol.call(child, "glob", self._pattern_for(pattern), inner)
             results.append((prefix, result))
+            if _fails(result):
+                break  # the merge answers with this error: no other backend is asked
         return self._merge_glob(directory, pattern, results)
 
     def _route_error(self, results: list[tuple[str, Any]]) -> Any:
@@ -277,9 +281,17 @@ class CompositeBackend(protocol.PlannedBackend):
         child_glob = glob if glob and "/" not in glob else None
         kwargs = {"max_count": max_count, "context_lines": context_lines}
         results = []
-        for prefix, child, inner in sources:
+        for index, (prefix, child, inner) in enumerate(sources):
             result = yield protocol.call(child, "grep", pattern, inner, child_glob, **kwargs)
             results.append((prefix, result))
+            if _fails(result):
+                break  # the merge answers with this error: no other backend is asked
+            if max_count is not None and index + 1 < len(sources):
+                merged = self._merge_grep(directory, glob, results)
+                if merged.matches is not None and len(merged.matches) >= max_count:
+                    # The cap is met: the other backends are not asked, and the answer
+                    # says it may be incomplete (as the reference's does).
+                    return protocol.cap_grep(replace(merged, truncated=True), max_count)
         return protocol.cap_grep(self._merge_grep(directory, glob, results), max_count)
 
     def _merge_grep(
@@ -534,7 +546,11 @@ class CompositeBackend(protocol.PlannedBackend):
         return protocol.supports_execute(self.default)
 
     def execute(self, command: str, *, timeout: int | None = None) -> protocol.ExecuteResponse:
-        """Run `command` in the default backend (the sandbox); routes are not visible there."""
+        """Run `command` in the default backend (the sandbox); routes are not visible there.
+
+        Raises:
+            NotImplementedError: the default backend cannot run commands (`can_execute`).
+        """
         return self._perform("execute", command, timeout=timeout)
 
     async def aexecute(
@@ -547,5 +563,16 @@ class CompositeBackend(protocol.PlannedBackend):
         self, command: str, timeout: int | None
     ) -> protocol.Plan[protocol.ExecuteResponse]:
         if not self.can_execute:
-            raise protocol.OperationFailed(BackendError(ErrorKind.UNSUPPORTED, detail="execute"))
+            # Not reached through the `execute` tool, which is offered only when the default
+            # backend runs commands (`can_execute`): a direct call is a setup mistake.
+            raise NotImplementedError(
+                "The default backend doesn't support command execution: give the "
+                "CompositeBackend a default backend that runs commands (a sandbox)."
+            )
         return (yield protocol.call(self.default, "execute", command, timeout=timeout))
+
+
+def _fails(result: Any) -> bool:
+    """Whether a routed search result is an error the merge answers with (`NOT_FOUND` is
+    not one: that route has nothing under the searched path)."""
+    return bool(result.error) and error_kind(result.error) is not ErrorKind.NOT_FOUND

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from fathom.backends import protocol
 from fathom.backends._beneath import Escape, Resolver, close_quietly
@@ -136,6 +137,18 @@ def _special_file(shown: str, mode: int) -> BackendError:
     return BackendError(
         ErrorKind.INVALID, shown, f"it is {kind}, not a regular file; nothing was written"
     )
+
+
+def _search_failure(
+    error: GlobError | Escape | OSError, pattern: object, shown: str, raw: str | None
+) -> dict[str, Any]:
+    """The fields of a failed search's result: the error (`_search_error`), worded with the
+    path as the caller wrote it, and, for a directory that does not exist, no matches
+    (`matches=[]`, as the reference answers) beside the error."""
+    failure = _search_error(error, pattern, shown)
+    if failure.kind is not ErrorKind.NOT_FOUND:
+        return {"error": failure}
+    return {"error": failure.changed(shown=raw or None), "matches": []}
 
 
 def _file_info(path: str, st: os.stat_result) -> protocol.FileInfo:
@@ -621,9 +634,9 @@ class FilesystemBackend(protocol.BackendProtocol):
                 finally:
                     os.close(listing)
         except Escape:
-            return protocol.LsResult(error=_outside(target.shown))
+            return protocol.LsResult(error=_outside(target.shown).for_operation("ls", path))
         except OSError as error:
-            return protocol.LsResult(error=_os_error(target.shown, error))
+            return protocol.LsResult(error=_os_error(target.shown, error).for_operation("ls", path))
         entries: list[protocol.FileInfo] = []
         for entry, st in children:
             if st is None or _TEMP_NAME.fullmatch(entry.name):
@@ -741,7 +754,7 @@ class FilesystemBackend(protocol.BackendProtocol):
                 finally:
                     os.close(top)
         except (GlobError, Escape, OSError) as error:
-            return protocol.GlobResult(error=_search_error(error, pattern, target.shown))
+            return protocol.GlobResult(**_search_failure(error, pattern, target.shown, path))
         matches.sort(key=lambda info: info["path"])
         return protocol.GlobResult(matches=matches)
 
@@ -755,7 +768,13 @@ class FilesystemBackend(protocol.BackendProtocol):
         `truncated` says some were left out). `context_lines=N` gives each match up to `N`
         neighbouring lines on each side (`context_before`/`context_after`). Binary files
         are passed over; files over `MAX_EDIT_BYTES` are listed in `skipped`.
+
+        Raises:
+            ValueError: `context_lines` is negative (as in the reference: the keyword is
+                the caller's, never the model's).
         """
+        if type(context_lines) is int and context_lines < 0:
+            raise ValueError("context_lines must be non-negative")
         target = self._target(path, directory=True)
         if isinstance(target, BackendError):
             return protocol.GrepResult(error=target)
@@ -798,7 +817,7 @@ class FilesystemBackend(protocol.BackendProtocol):
                 else:
                     search(target.shown, dir_fd, name)
         except (GlobError, Escape, OSError) as error:
-            return protocol.GrepResult(error=_search_error(error, glob, target.shown))
+            return protocol.GrepResult(**_search_failure(error, glob, target.shown, path))
         found.sort(key=lambda item: item[0])
         matches = [match for _, lines in found if lines for match in lines]
         skipped = [shown for shown, lines in found if lines is None]

@@ -139,10 +139,10 @@ class PolicyBackend(protocol.PlannedBackend):
         operation = replace(operation, resolved_path=self._resolve(operation.path))
         for policy in self.policies:
             outcome = policy.check(operation)
+            if isinstance(outcome, BackendError):  # a `str` too: checked first
+                return outcome
             if isinstance(outcome, str):
                 return BackendError(ErrorKind.PERMISSION, operation.path, message=outcome)
-            if isinstance(outcome, BackendError):
-                return outcome
             if isinstance(outcome, FileOperation):
                 operation = outcome
         return operation

@@ -38,11 +38,27 @@ from typing import Any, Literal, NotRequired, Self, TypeVar, cast
 
 from typing_extensions import TypedDict
 
-from fathom.backends.errors import BackendError, ErrorKind, error_kind
+from fathom.backends.errors import (
+    FILE_NOT_FOUND,
+    INVALID_PATH,
+    IS_DIRECTORY,
+    PERMISSION_DENIED,
+    BackendError,
+    ErrorKind,
+    FileOperationError,
+    error_kind,
+)
 from fathom.errors import FathomError
 from fathom.state import FileData, FilesUpdate
 
 __all__ = [
+    "ASYNC_GLOB_TIMEOUT",
+    "ASYNC_GREP_TIMEOUT",
+    "DEFAULT_GREP_TIMEOUT",
+    "FILE_NOT_FOUND",
+    "INVALID_PATH",
+    "IS_DIRECTORY",
+    "PERMISSION_DENIED",
     "BackendFactory",
     "BackendOrFactory",
     "BackendProtocol",
@@ -53,6 +69,7 @@ __all__ = [
     "ExecuteResponse",
     "FileDownloadResponse",
     "FileInfo",
+    "FileOperationError",
     "FileUploadResponse",
     "ForeignBackend",
     "GlobResult",
@@ -89,9 +106,27 @@ logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+DEFAULT_GREP_TIMEOUT = 15
+"""The reference's bound, in seconds, on one sync grep phase, for backends that want one;
+fathom's own backends bound a search by its work (`GlobBudget`, sizes), not by time."""
+
+ASYNC_GREP_TIMEOUT = 2 * DEFAULT_GREP_TIMEOUT + 5
+"""The reference's bound, in seconds, on an async grep (see `DEFAULT_GREP_TIMEOUT`)."""
+
+ASYNC_GLOB_TIMEOUT = 30
+"""The reference's bound, in seconds, on a sandbox glob round trip (see
+`DEFAULT_GREP_TIMEOUT`)."""
+
 ResultError = BackendError | str | None
 """A result's `error`: a `BackendError` from fathom's backends, free text from a backend
 written for the Deep Agents API, or `None` on success."""
+
+
+def _word(result: Any, operation: str) -> None:
+    """Word a result's `BackendError` for `operation` (the reference's text for it)."""
+    error = result.error
+    if isinstance(error, BackendError) and error.operation is None:
+        object.__setattr__(result, "error", error.for_operation(operation))
 
 
 class FileInfo(TypedDict):
@@ -135,6 +170,9 @@ class LsResult:
     error: ResultError = None
     entries: list[FileInfo] | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "ls")
+
 
 @dataclass(frozen=True)
 class ReadResult:
@@ -167,7 +205,9 @@ class ReadResult:
     version: str | None = None
 
     def __post_init__(self) -> None:
-        """Reject window fields that contradict each other (they would mislead paging)."""
+        """Word the error for `read`, and reject window fields that contradict each other
+        (they would mislead paging)."""
+        _word(self, "read")
         if (self.start_line is None) != (self.end_line is None):
             raise ValueError("ReadResult: set start_line and end_line together, or neither")
         windowless = self.start_line is None
@@ -212,6 +252,9 @@ class GrepResult:
     truncated: bool = False
     skipped: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "grep")
+
 
 GlobTruncationReason = Literal["budget", "unreadable", "transport"]
 """Why a glob result is incomplete: `budget` (a time or match bound; narrowing the pattern
@@ -232,6 +275,9 @@ class GlobResult:
     truncated: bool = False
     truncation_reason: GlobTruncationReason | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "glob")
+
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -248,6 +294,9 @@ class WriteResult:
     files_update: FilesUpdate | None = None
     version: str | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "write")
+
 
 @dataclass(frozen=True)
 class EditResult:
@@ -260,6 +309,9 @@ class EditResult:
     files_update: FilesUpdate | None = None
     version: str | None = None
 
+    def __post_init__(self) -> None:
+        _word(self, "edit")
+
 
 @dataclass(frozen=True)
 class DeleteResult:
@@ -269,6 +321,9 @@ class DeleteResult:
     error: ResultError = None
     path: str | None = None
     files_update: FilesUpdate | None = None
+
+    def __post_init__(self) -> None:
+        _word(self, "delete")
 
 
 @dataclass(frozen=True)
@@ -601,6 +656,7 @@ def execute_accepts_timeout(cls: type) -> bool:
         logger.warning(
             "Could not inspect signature of %s.execute; assuming it takes no timeout",
             getattr(cls, "__qualname__", cls),
+            exc_info=True,
         )
         return False
 
@@ -906,7 +962,7 @@ def _as(kind: Callable[..., Any], answer: Any) -> Any:
     values = {f.name: getattr(answer, f.name) for f in fields(cast("Any", kind))
               if hasattr(answer, f.name)}
     error = values.get("error")
-    if isinstance(error, str) and not isinstance(error, ErrorKind):
+    if isinstance(error, str) and not isinstance(error, ErrorKind | BackendError):
         known = error_kind(error)
         if kind in _RESPONSES.values():
             values["error"] = known or error  # a transfer's error is a kind, or text

@@ -41,6 +41,22 @@ __all__ = [
 ]
 
 
+def _needs_reading(data: object) -> bool:
+    return isinstance(data, str) or (
+        isinstance(data, Mapping) and isinstance(data.get("content"), list)
+    )
+
+
+def _as_stored_file(data: object) -> FileData:
+    """A `files` entry as `FileData`: a plain string is its text, legacy content (a list of
+    lines) is joined with newlines; anything else is returned as it is."""
+    if isinstance(data, Mapping) and isinstance(data.get("content"), list):
+        lines = data["content"]
+        if all(isinstance(line, str) for line in lines):
+            return cast("FileData", {**data, "content": "\n".join(lines)})
+    return cast("FileData", as_file_data(data))
+
+
 def file_info(path: str, data: FileData) -> protocol.FileInfo:
     """Listing entry for one stored file."""
     return protocol.FileInfo(
@@ -101,18 +117,23 @@ class StateBackend(BackendBase):
         mounted._mount = prefix
         return mounted
 
+    def _read_files(self) -> Mapping[str, Any]:
+        """The `files` mapping as stored in the bound runtime's state (or the current graph
+        step's), before `files` reads its entries as `FileData`."""
+        state = getattr(self._runtime, "state", None)
+        if state is None:
+            return _files_of_current_step()
+        return (state.get("files") if isinstance(state, Mapping) else None) or {}
+
     @property
     def files(self) -> Mapping[str, FileData]:
         """The files in the bound runtime's state (or the current graph step's)."""
-        state = getattr(self._runtime, "state", None)
-        if state is None:
-            files = _files_of_current_step()
-        else:
-            files = (state.get("files") if isinstance(state, Mapping) else None) or {}
-        if any(isinstance(data, str) for data in files.values()):
+        files = self._read_files()
+        if any(_needs_reading(data) for data in files.values()):
             # Preloaded by hand with plain strings (`{"/a.md": "text"}`), not through the
-            # channel's reducer (which converts them): read them as text files.
-            files = {path: cast("FileData", as_file_data(data)) for path, data in files.items()}
+            # channel's reducer (which converts them), or stored by an older version as a
+            # list of lines: read them as text files (the stored value is not changed).
+            files = {path: _as_stored_file(data) for path, data in files.items()}
         if self._mount == "/":
             return files
         cut = len(self._mount) - 1
@@ -136,7 +157,11 @@ class StateBackend(BackendBase):
             else:
                 entries[file_path] = file_info(file_path, data)
         if not entries and directory != "/":
-            return protocol.LsResult(error=BackendError(ErrorKind.NOT_FOUND, exact))
+            # No error in the reference (an empty listing); fathom says that nothing is
+            # there and, for code that reads the entries anyway, lists none.
+            shown = path if isinstance(path, str) else None
+            missing = BackendError(ErrorKind.NOT_FOUND, exact, shown=shown)
+            return protocol.LsResult(error=missing, entries=[])
         return protocol.LsResult(entries=[entries[key] for key in sorted(entries)])
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> protocol.ReadResult:

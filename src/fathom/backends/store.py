@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
-from langgraph.store.base import BaseStore, InvalidNamespaceError, Item
+from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp
 
 from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
@@ -90,39 +90,55 @@ logger = logging.getLogger(__name__)
 def namespace_problem(namespace: object) -> str | None:
     """What is wrong with `namespace`, or `None` when it is a valid store namespace.
 
-    A namespace is a non-empty tuple of non-empty strings made only of ASCII letters,
-    digits and `-`, `_`, `.`, `@`, `+`, `:`, `~`.
+    A namespace is a non-empty tuple (or list) of non-empty strings made only of ASCII
+    letters, digits and `-`, `_`, `.`, `@`, `+`, `:`, `~`. The words are the reference's
+    (`must not be empty`, `must be a string`, `contains disallowed characters`).
     """
-    if not isinstance(namespace, tuple):
+    if not isinstance(namespace, tuple | list):
         return (
             f"the namespace must be a tuple of strings, got {type(namespace).__name__} "
             f"{namespace!r}"
         )
     if not namespace:
-        return "the namespace is an empty tuple; give at least one component"
-    for component in namespace:
+        return "the namespace tuple must not be empty; give at least one component"
+    for index, component in enumerate(namespace):
         if not isinstance(component, str):
             return (
-                f"component {component!r} of {namespace!r} is a {type(component).__name__}, "
-                "not a string"
+                f"namespace component at index {index} must be a string, got "
+                f"{type(component).__name__} ({component!r} in {tuple(namespace)!r})"
             )
         if not component:
-            return f"{namespace!r} has an empty component; components must be non-empty"
+            return (
+                f"namespace component at index {index} must not be empty "
+                f"({tuple(namespace)!r})"
+            )
         if not _COMPONENT.fullmatch(component):
             bad = next(char for char in component if not _ALLOWED_CHAR.fullmatch(char))
             return (
-                f"component {component!r} of {namespace!r} contains {bad!r}; components may "
-                f"only contain {_ALLOWED_DESCRIPTION}"
+                f"namespace component at index {index} contains disallowed characters: "
+                f"{component!r} has {bad!r}; components may only contain {_ALLOWED_DESCRIPTION}"
             )
     return None
 
 
 def validate_namespace(namespace: object) -> tuple[str, ...]:
-    """Return `namespace` if it is a valid store namespace, else raise `ValueError`."""
+    """`namespace` as a tuple if it is a valid store namespace, else raise `ValueError`."""
     problem = namespace_problem(namespace)
     if problem is not None:
         raise ValueError(f"Invalid StoreBackend namespace: {problem}.")
-    return namespace  # type: ignore[return-value]
+    return tuple(namespace)  # type: ignore[arg-type]
+
+
+def _validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The reference's check of a namespace: `namespace` itself when valid, else `TypeError`
+    (a component that is not a string) or `ValueError` (the words of `namespace_problem`)."""
+    problem = namespace_problem(namespace)
+    if problem is None:
+        return namespace
+    message = problem[0].upper() + problem[1:] + "."
+    if "must be a string" in problem:
+        raise TypeError(message)
+    raise ValueError(message)
 
 
 class NamespaceRuntime:
@@ -356,7 +372,9 @@ class _Raced:
 
 @dataclass(frozen=True)
 class _Remove:
-    key: str
+    """Remove these keys, in one store batch."""
+
+    keys: tuple[str, ...]
 
 
 _Op = _Get | _Page | _Put | _Remove
@@ -468,8 +486,7 @@ def _delete_plan(file_path: str) -> Generator[_Op, Any, protocol.DeleteResult]:
     doomed = files_under(dict.fromkeys([*listing.files, *listing.unreadable]), path)
     if not doomed:
         return protocol.DeleteResult(error=BackendError(ErrorKind.NOT_FOUND, path))
-    for key in doomed:
-        yield _Remove(key)
+    yield _Remove(tuple(doomed))
     return protocol.DeleteResult(path=path)
 
 
@@ -561,7 +578,7 @@ def _request(namespace: tuple[str, ...], op: _Op) -> tuple[str, tuple[Any, ...],
     if isinstance(op, _Put):
         return "put", (namespace, op.key, dict(op.value)), {}
     if isinstance(op, _Remove):
-        return "delete", (namespace, op.key), {}
+        return "batch", ([PutOp(namespace, key, None) for key in op.keys],), {}
     return "search", (namespace,), {"limit": PAGE_SIZE, "offset": op.offset}
 
 
@@ -666,7 +683,7 @@ class StoreBackend(protocol.PlannedBackend):
             return BackendError(
                 ErrorKind.FAILED, detail=f"invalid StoreBackend namespace: {problem}"
             )
-        return store, namespace  # type: ignore[return-value]
+        return store, tuple(namespace)  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------- running plans
 
