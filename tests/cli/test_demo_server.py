@@ -33,8 +33,9 @@ def test_demo_server_streams_a_run_over_http_and_shows_the_final_state(
     assert {"updates", "values"} <= set(events)
     assert "error" not in events
     # the updates show the agent's steps in order: plan, write, answer
-    assert text.index("model: calls write_todos") < text.index("tools: write_file → Updated file /NOTES.md")
-    assert text.index("tools: write_file → Updated file /NOTES.md") < text.index("model: says 'NOTES.md is written")
+    written = text.index("tools: write_file → Updated file /NOTES.md")
+    assert text.index("model: calls write_todos") < written
+    assert written < text.index("model: says 'NOTES.md is written")
     # the final state read back over HTTP
     assert "GET /threads/{id}/state → thread idle, next=[]" in text
     assert "[x] Write NOTES.md, [x] Report back" in text
