@@ -8,6 +8,7 @@ through the real langgraph-sdk client over ASGI.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import Any
@@ -16,10 +17,12 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.types import interrupt
 from langgraph_sdk.client import LangGraphClient
+from tests.middleware.async_subagents.support import supervisor, turn
 from tests.server.app_support import GatedGraph
 from tests.server.support import eventually
 
 from fathom import create_deep_agent
+from fathom.middleware.async_subagents import parent_notifier
 from fathom.middleware.async_subagents.parent_notifier import NOTIFICATION_KEY, USAGE_METADATA_KEY
 from fathom.server import create_app, in_process_client
 from fathom.testing import ScriptedModel, ScriptRequest, ai, tool_call
@@ -254,3 +257,55 @@ async def test_nested_sync_subagent_neither_notifies_nor_escapes_the_usage_count
     assert len(await client.runs.list(parent)) == 1
     usage = (await client.threads.get(child))["metadata"][USAGE_METADATA_KEY]
     assert usage["calls"] == len(model.requests) == 3
+
+
+async def test_a_parent_whose_refresh_saw_the_outcome_first_is_not_woken_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's run ends; before its notifier wakes the parent, the parent's own refresh
+    (a user turn meanwhile) reports the outcome. The notifier then finds the parent idle but
+    already told, and starts no second run: one notice of the outcome in the conversation."""
+    reached, go = asyncio.Event(), asyncio.Event()
+    woke: list[bool] = []
+    real_wake = parent_notifier.wake_parent
+
+    async def held_wake(*args: Any, **kwargs: Any) -> bool:
+        reached.set()
+        await go.wait()  # the notifier is slower than the parent's next refresh
+        woke.append(await real_wake(*args, **kwargs))
+        return woke[-1]
+
+    monkeypatch.setattr(parent_notifier, "wake_parent", held_wake)
+    spec = {"name": "researcher", "description": "researches", "graph_id": "researcher"}
+    app = create_app({
+        "supervisor": supervisor([spec]),
+        "researcher": create_deep_agent(ScriptedModel(policy=lambda req: "found it"),
+                                        name="researcher"),
+    })
+    client = in_process_client(app)
+    try:
+        parent = (await client.threads.create())["thread_id"]
+        await turn(client, parent, "start researcher")
+
+        async def notifier_waiting() -> bool:
+            return reached.is_set()
+
+        await eventually(notifier_waiting, "the child to end and its notifier to report")
+        values = await turn(client, parent, "say hi")  # its refresh reports the outcome
+        [task] = values["async_tasks"].values()
+        assert task["status"] == "success"
+        go.set()
+
+        async def notifier_done() -> bool:
+            return bool(woke)
+
+        await eventually(notifier_done, "the notifier to finish")
+        assert woke == [False]
+        assert len(await client.runs.list(parent)) == 2  # the two user turns only
+        state = await client.threads.get_state(parent)
+        events = [m["additional_kwargs"][NOTIFICATION_KEY] for m in state["values"]["messages"]
+                  if NOTIFICATION_KEY in (m.get("additional_kwargs") or {})]
+        assert [(e["run_id"], e["status"]) for e in events] == [(task["run_id"], "success")]
+    finally:
+        go.set()
+        await app.state.fathom.runs.shutdown()

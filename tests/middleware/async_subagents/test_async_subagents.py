@@ -514,3 +514,31 @@ async def test_a_wake_up_notification_is_recorded_and_not_reported_twice(
                if "deepagents_notification" in m.get("additional_kwargs", {})]
     assert [m["content"] for m in notices] == ["researcher finished"]
     assert (await d.tasks(thread))[researcher]["status"] == "success"
+
+
+async def test_a_notification_of_an_outcome_already_reported_is_dropped_unanswered(
+    deployment: Deployment,
+) -> None:
+    """The other order: the supervisor's own refresh reports the child's outcome first, then
+    the child's notifier wakes it with the same outcome. That second notice is dropped and
+    its run ends before any model call, so the conversation holds one notice and one answer."""
+    d = deployment
+    thread = await d.thread()
+    await turn(d.client, thread, "start researcher")
+    researcher = await d.task_id(thread, "researcher")
+    run_id = (await d.tasks(thread))[researcher]["run_id"]
+    d.children["researcher"].release.set()
+    await _eventually(lambda: _done(d, researcher))
+    before = await turn(d.client, thread, "say hi")  # its refresh reports the success
+    notices = [m for m in before["messages"]
+               if "deepagents_notification" in m.get("additional_kwargs", {})]
+    assert [m["additional_kwargs"]["deepagents_notification"]["run_id"] for m in notices] == [
+        run_id]
+    event = {"task_id": researcher, "agent_name": "researcher", "status": "success",
+             "run_id": run_id}  # fmt: skip
+    values = await d.client.runs.wait(thread, "supervisor", input={"messages": [
+        {"role": "user", "content": "researcher finished", "deepagents_notification": event},
+    ]})  # fmt: skip
+    assert isinstance(values, dict) and "__error__" not in values, values
+    assert [m["id"] for m in values["messages"]] == [m["id"] for m in before["messages"]]
+    assert (await d.tasks(thread))[researcher]["status"] == "success"

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware, hook_config
+from langchain_core.messages import RemoveMessage
 from langgraph.runtime import Runtime
 
 from fathom.middleware.async_subagents.tasks import (
@@ -97,11 +98,15 @@ class AsyncSubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         it is empty or `None`: the reference's attribute."""
 
     # ------------------------------------------------------------------ hooks
+    @hook_config(can_jump_to=["end"])
     def before_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """A run started by a task notification (a child waking this agent) records the
-        outcome it reports, so the refresh does not report it a second time."""
+        outcome it reports, so the refresh does not report it a second time. A
+        notification of an outcome this agent already knows (its own refresh reported it
+        first) is dropped, and the run ends before any model call."""
         return _record_notification(state)
 
+    @hook_config(can_jump_to=["end"])
     async def abefore_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """`before_agent` on the async path."""
         return _record_notification(state)
@@ -168,6 +173,10 @@ def _record_notification(state: Mapping[str, Any]) -> dict[str, Any] | None:
     task = tasks.get(str(event.get("task_id"))) if isinstance(event, Mapping) else None
     if task is None or not isinstance(event, Mapping) or not event.get("status"):
         return None
+    if event.get("run_id") == task["run_id"] and event["status"] == task["status"]:
+        # told already (a refresh saw the run end before the child's notifier did)
+        drop = [RemoveMessage(id=last.id)] if last is not None and last.id else []
+        return {"messages": drop, "jump_to": "end"}
     run_id = str(event.get("run_id") or task["run_id"])
     # an earlier run's news (before a queued follow-up) is not the task's outcome; an
     # answer to a pause starts a new run, which still counts while the task is unfinished

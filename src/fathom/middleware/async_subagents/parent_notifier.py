@@ -25,6 +25,10 @@ Rules that keep this safe:
   `multitask_strategy="reject"`: a new run on a thread that waits for a human would drop
   that approval, and a busy parent refreshes its tasks itself before its next model call.
   A parent that is gone (404) or just became busy (409) is logged at debug level.
+- A parent whose `async_tasks` already holds this run's outcome (its own refresh saw the
+  run end first) is not woken: it was told once. Should a notification still reach it
+  (it learnt the outcome between this check and the new run), its `AsyncSubAgentMiddleware`
+  drops the message and ends that run before any model call.
 - Nothing here raises into the child's run.
 
 The report is made after the run has ended, by a background task that joins the run on
@@ -199,7 +203,9 @@ async def wake_parent(
 ) -> bool:
     """Start a run on the parent's thread with `message` as input, if the thread is idle.
 
-    Returns whether a run was started. Server failures do not raise: a missing thread (404)
+    A parent whose state already records the outcome that `message` reports (its own
+    refresh saw it first) is not woken. Returns whether a run was started. Server failures
+    do not raise: a missing thread (404)
     or one that became busy (409, `reject`) is logged at debug level, any other as a warning.
     """
     thread_id, assistant_id = parent.get("thread_id"), parent.get("assistant_id")
@@ -210,6 +216,9 @@ async def wake_parent(
         if thread.get("status") not in _WAKEABLE:
             logger.debug("parent thread %s is %s; it will refresh its tasks itself",
                          thread_id, thread.get("status"))
+            return False
+        if _already_known(thread, message.get(NOTIFICATION_KEY)):
+            logger.debug("parent thread %s already knows this outcome; not woken", thread_id)
             return False
         await client.runs.create(
             thread_id,
@@ -225,6 +234,22 @@ async def wake_parent(
         )
         return False
     return True
+
+
+def _already_known(thread: Mapping[str, Any], event: object) -> bool:
+    """Whether the parent's state already records the outcome `event` reports.
+
+    The parent refreshes its unfinished tasks before each model call and after its final
+    answer, and reports each new outcome itself; a run that ended just before such a
+    refresh is then reported twice, once by that refresh and once by this notifier, when
+    the notifier finds the parent idle a moment later.
+    """
+    if not isinstance(event, Mapping):
+        return False
+    tasks = (thread.get("values") or {}).get("async_tasks")
+    task = tasks.get(str(event.get("task_id"))) if isinstance(tasks, Mapping) else None
+    return (isinstance(task, Mapping) and task.get("run_id") == event.get("run_id")
+            and task.get("status") == event.get("status"))
 
 
 @dataclasses.dataclass
