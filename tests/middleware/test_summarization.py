@@ -344,3 +344,52 @@ def test_archives_point_to_written_files_instead_of_copying_them():
     assert "characters, written to /doc0.md]" in archive
     assert "q" * 1_500 not in archive
     assert result["files"]["/doc0.md"]["content"] == contents[0]
+
+
+def test_a_message_trigger_fires_at_its_count_and_keeps_the_last_n_with_their_calls() -> None:
+    """`trigger=("messages", 6)` summarizes at the first model call whose history holds 6
+    or more messages, not before; `keep=("messages", 3)` then hands the model the summary
+    and the 3 latest messages, widened to 4 when the oldest kept one is a tool result, so
+    that a result never arrives without the call it answers. The summarizer gets the rest."""
+    from langchain.agents import create_agent
+
+    from fathom.backends import StateBackend
+
+    @tool
+    def step(n: int) -> str:
+        """Do step n."""
+        return f"result {n}"
+
+    def policy(request):
+        # steps 0..3, one a call, then the answer (by call number: a summary shortens the
+        # history the model sees)
+        if request.index >= 4:
+            return ai("finished")
+        return ai("", tool_call("step", {"n": request.index}))
+
+    model = ScriptedModel(policy=policy)
+    summarizer = ScriptedModel(policy=lambda request: ai(f"SUMMARY {request.index}"))
+    middleware = SummarizationMiddleware(
+        summarizer, StateBackend(), trigger=("messages", 6), keep=("messages", 3)
+    )
+    result = create_agent(model, tools=[step], middleware=[middleware]).invoke(USER)
+    assert result["messages"][-1].content == "finished"
+
+    def seen(index: int) -> list[tuple[str, str]]:
+        return [(m.type, m.text) for m in model.requests[index].messages if m.type != "system"]
+
+    # histories of 1, 3 and 5 messages: under the trigger, passed whole
+    assert [len(seen(i)) for i in range(3)] == [1, 3, 5]
+    assert all("SUMMARY" not in text for i in range(3) for _, text in seen(i))
+    # 7 messages at the 4th call: summarized; the summary, then the kept tail
+    first, *kept = seen(3)
+    assert "SUMMARY 0" in first[1]
+    assert kept == [("ai", ""), ("tool", "result 1"), ("ai", ""), ("tool", "result 2")]
+    # the summarizer was given what was cut: the request and step 0, not what was kept
+    cut = summarizer.requests[0].messages[-1].text
+    assert "go" in cut and "result 0" in cut and "result 1" not in cut
+    # the summary and 6 messages at the 5th call: at the trigger again, so summarized again
+    first, *kept = seen(4)
+    assert "SUMMARY 1" in first[1]
+    assert kept == [("ai", ""), ("tool", "result 2"), ("ai", ""), ("tool", "result 3")]
+    assert len(summarizer.requests) == 2

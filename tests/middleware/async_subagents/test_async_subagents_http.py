@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.middleware.async_subagents.support import supervisor, tool_results, turn
+from tests.middleware.async_subagents.support import Child, supervisor, tool_results, turn
 from tests.server.servers import ServerProcess, copy_deployment, fathom_serve_available, free_port
 from tests.server.support import eventually
 
@@ -83,5 +83,61 @@ async def test_a_server_down_at_launch_is_an_answer_and_a_later_launch_works(
         state = await client.threads.get_state(thread)
         assert list(state["values"]["async_tasks"]) == [task_id]  # pyright: ignore[reportCallIssue,reportArgumentType,reportIndexIssue]
     finally:
+        remote.stop()
+        await app.state.fathom.runs.shutdown()
+
+
+async def test_one_supervisor_runs_children_in_process_and_over_http_together(
+    tmp_path: Path, keyed_env: None
+) -> None:
+    """One turn starts a child hosted by the supervisor's own app and one on another
+    server; each is checked through the same tools, and each answer comes from its host."""
+    port = free_port()
+    local = Child("researcher")
+    specs = [
+        {"name": "researcher", "description": "researches", "graph_id": "researcher"},
+        {"name": "echo", "description": "echoes", "graph_id": "agent",
+         "url": f"http://127.0.0.1:{port}"},
+    ]  # fmt: skip
+    app = create_app({"supervisor": supervisor(specs), "researcher": local.graph()})
+    client = in_process_client(app)
+    remote = ServerProcess(kind="fathom", workdir=copy_deployment(tmp_path / "deploy"), port=port)
+    remote.start()
+    try:
+        thread = (await client.threads.create())["thread_id"]
+        values = await turn(client, thread, "start researcher echo")
+        answers = tool_results(values)
+        assert [a["content"].split(" task_id: ")[0] for a in answers] == [
+            "Launched async subagent.", "Launched async subagent."]  # fmt: skip
+        # the answers come in the order of the calls: researcher, then echo
+        launched = [a["content"].split("task_id: ")[1] for a in answers]
+        ids = dict(zip(["researcher", "echo"], launched, strict=True))
+
+        async def echo_done() -> bool:
+            values = await turn(client, thread, f"check {ids['echo']}")
+            return json.loads(tool_results(values)[0]["content"])["status"] == "success"
+
+        # the remote child finishes while the local one is still held by its gate
+        await eventually(echo_done, "the remote child to finish")
+        values = await turn(client, thread, f"check {ids['researcher']}")
+        assert json.loads(tool_results(values)[0]["content"])["status"] == "running"
+
+        local.release.set()
+
+        async def researcher_done() -> bool:
+            values = await turn(client, thread, f"check {ids['researcher']}")
+            return json.loads(tool_results(values)[0]["content"])["status"] == "success"
+
+        await eventually(researcher_done, "the in-process child to finish")
+        values = await turn(client, thread, f"check {ids['researcher']} {ids['echo']}")
+        reports = [json.loads(a["content"]) for a in tool_results(values)]
+        assert reports[0]["result"] == "researcher answer to: task for researcher"
+        assert reports[1]["result"] == "echo: task for echo"
+        assert local.seen == [["task for researcher"]]
+        state = await client.threads.get_state(thread)
+        tracked = state["values"]["async_tasks"]  # pyright: ignore[reportCallIssue,reportArgumentType,reportIndexIssue]
+        assert {t["agent_name"] for t in tracked.values()} == {"researcher", "echo"}
+    finally:
+        local.release.set()
         remote.stop()
         await app.state.fathom.runs.shutdown()
