@@ -158,3 +158,40 @@ def test_the_embedding_is_deterministic_and_ranks_shared_words_higher() -> None:
     assert dot < 0.99
     with pytest.raises(ValueError, match="dims must be at least 1"):
         hashed_embedding(0)
+
+
+# --------------------------------------------------------------------------- the example
+
+
+def test_the_example_runs_as_a_script() -> None:
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "patterns" / "rag_workflow.py")],
+        capture_output=True, text=True, timeout=100, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for line in [
+        "[rewrite] model calls: 1; wrote ['rewritten_query']",
+        "[retrieve] model calls: 0; wrote ['documents']",
+        "[agent] model calls: 2; wrote ['answer']",
+        "document 1: The Las Vegas Aces won the 2023 WNBA championship",
+        "answer: The Las Vegas Aces won in 2023. Roster: A'ja Wilson, Kelsey Plum",
+    ]:
+        assert line in done.stdout
+
+
+def test_the_example_main_returns_the_run() -> None:
+    from .conftest import load_example
+
+    result = load_example("rag_workflow").main()
+    assert [(s["node"], s["model_calls"]) for s in result["steps"]] == [
+        ("rewrite", 1),
+        ("retrieve", 0),
+        ("agent", 2),
+    ]
+    assert len(result["documents"]) == 5
+    assert result["answer"].startswith("The Las Vegas Aces won in 2023.")
