@@ -49,10 +49,12 @@ from .conftest import load_example
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "patterns" / "plan_work_check_report.py"
 
+# Both actions state their data contract (they read nothing other tasks write), so their
+# tasks may run in parallel; `depends_on` orders them further.
 ACTIONS = ActionRegistry(
     [
-        Action(name="lookup", description="Look something up."),
-        Action(name="summarize", description="Summarize what was looked up."),
+        Action(name="lookup", description="Look something up.", requires=()),
+        Action(name="summarize", description="Summarize what was looked up.", requires=()),
     ]
 )
 
@@ -164,7 +166,7 @@ def sub(task_id: str, *deps: str, action: str = "lookup") -> SubTask:
 def test_waves_group_independent_tasks_and_follow_dependencies() -> None:
     # The campaign example: ③ needs ②, ④ needs ③.
     tasks = [sub("rules"), sub("recall"), sub("copy", "recall"), sub("review", "copy")]
-    assert compute_waves(tasks) == [["rules", "recall"], ["copy"], ["review"]]
+    assert compute_waves(tasks, registry=ACTIONS) == [["rules", "recall"], ["copy"], ["review"]]
 
 
 def test_waves_add_orderings_implied_by_the_actions() -> None:
@@ -188,7 +190,8 @@ def test_waves_add_orderings_implied_by_the_actions() -> None:
 
 def test_waves_respect_the_parallel_cap_and_completed_tasks() -> None:
     tasks = [sub("a"), sub("b"), sub("c"), sub("d", "old")]
-    assert compute_waves(tasks, done=["old"], max_parallel=2) == [["a", "b"], ["c", "d"]]
+    waves = compute_waves(tasks, done=["old"], registry=ACTIONS, max_parallel=2)
+    assert waves == [["a", "b"], ["c", "d"]]
 
 
 @pytest.mark.parametrize(
@@ -478,7 +481,11 @@ def test_the_round_limit_ends_the_retry_loop() -> None:
 
     assert (len(planner.requests), len(checker.requests), len(report.requests)) == (2, 2, 1)
     assert events[-1]["event"] == "done"
-    assert events[-1]["data"] == {"status": "max_rounds", "rounds": 2}
+    assert {k: v for k, v in events[-1]["data"].items() if k != "metrics"} == {
+        "status": "max_rounds",
+        "rounds": 2,
+    }
+    assert events[-1]["data"]["metrics"]["wave_widths"] == [1, 1]  # one task in each round
     assert "round limit was reached" in report.requests[0].messages[-1].text
     assert "Open checker feedback: still not good enough" in report.requests[0].messages[-1].text
 

@@ -6,6 +6,7 @@ custom plan → work → check → report workflow. See docs/patterns.md for whe
 - `SkillMiddleware`: one agent that loads skills on demand.
 - `create_router` / `router_tool`: classify, fan out in parallel, synthesise.
 - `create_plan_work_check_report`: plan, work in dependency waves, check, re-plan, report.
+- `create_rag_workflow`: rewrite the question, retrieve from a store's index, answer.
 
 Layer: agent; it must not import project, server, protocols or cli.
 """
@@ -19,6 +20,7 @@ from fathom.patterns.handoffs import (
     transfer_tool,
     transition,
 )
+from fathom.patterns.rag import RewrittenQuery, create_rag_workflow
 from fathom.patterns.router import Expert, create_router, router_tool
 from fathom.patterns.skills import Skill, SkillMiddleware, require_skill
 from fathom.patterns.supervisor import Subagent, agent_as_tool, create_supervisor, task_tool
@@ -39,6 +41,7 @@ __all__ = [
     "CheckVerdict",
     "Expert",
     "Plan",
+    "RewrittenQuery",
     "Skill",
     "SkillMiddleware",
     "Step",
@@ -50,6 +53,7 @@ __all__ = [
     "build_handoff_graph",
     "compute_waves",
     "create_plan_work_check_report",
+    "create_rag_workflow",
     "create_router",
     "create_supervisor",
     "go_back_tool",

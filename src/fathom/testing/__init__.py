@@ -13,6 +13,7 @@ Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from fathom.testing.concurrency import Rendezvous, RendezvousTimeout
+from fathom.testing.embeddings import hashed_embedding
 from fathom.testing.openai_server import ScriptedOpenAIServer
 from fathom.testing.scripted import (
     RecordedRequest,
@@ -34,5 +35,6 @@ __all__ = [
     "ScriptedOpenAIServer",
     "ai",
     "approx_tokens",
+    "hashed_embedding",
     "tool_call",
 ]

@@ -18,6 +18,7 @@ runs as spans. Needs `pip install 'fathom[otel]'`; see `docs/tracing.md`.
 Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
+from fathom.tracing.keys import SPAN_ATTRIBUTES_EVENT, SPAN_METADATA_KEY
 from fathom.tracing.settings import (
     active_handler,
     disable,
@@ -27,4 +28,13 @@ from fathom.tracing.settings import (
     trace_metadata,
 )
 
-__all__ = ["active_handler", "disable", "enable", "is_enabled", "run_span", "trace_metadata"]
+__all__ = [
+    "SPAN_ATTRIBUTES_EVENT",
+    "SPAN_METADATA_KEY",
+    "active_handler",
+    "disable",
+    "enable",
+    "is_enabled",
+    "run_span",
+    "trace_metadata",
+]

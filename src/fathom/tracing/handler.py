@@ -8,7 +8,12 @@ reader cares about and hangs each under the span of its nearest traced ancestor:
   agent in its `lc_agent_name` metadata), whether the `task` tool, the code interpreter's
   `task()` or an async subagent's server run started it;
 * LLM: each chat-model call, with tokens (and cost when prices are given);
-* TOOL: each tool call.
+* TOOL: each tool call;
+* CHAIN: a chain run that asks for a span in its metadata (`SPAN_METADATA_KEY`), such as
+  each subtask of the plan → work → check → report workflow.
+
+A custom event named `SPAN_ATTRIBUTES_EVENT` sets its data as attributes on the span of
+the nearest traced run it was dispatched in (how the workflow reports its metrics).
 
 Graph nodes and middleware steps get no span of their own. A tool or model error marks
 its span ERROR with an `exception` event; an error `ToolMessage` (a handled tool error)
@@ -41,6 +46,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from fathom.tracing.attributes import (
     AGENT,
+    CHAIN,
     FATHOM_AGENT_NAME,
     FATHOM_INPUT_MESSAGES,
     FATHOM_INTERRUPT,
@@ -59,6 +65,7 @@ from fathom.tracing.attributes import (
     token_attributes,
     tool_message,
 )
+from fathom.tracing.keys import SPAN_ATTRIBUTES_EVENT, SPAN_METADATA_KEY
 
 __all__ = ["TracingHandler"]
 
@@ -211,6 +218,9 @@ class TracingHandler(BaseCallbackHandler):
         parent = self._parent(parent_run_id)
         name = kwargs.get("name") or (serialized or {}).get("name") or _UNNAMED
         agent_name = (metadata or {}).get("lc_agent_name")
+        if (metadata or {}).get(SPAN_METADATA_KEY) == name:
+            self._start(name, CHAIN, run_id, parent, metadata, {})
+            return
         if parent is not None and name != agent_name:
             self._pass_through(run_id, parent)
             return
@@ -354,6 +364,19 @@ class TracingHandler(BaseCallbackHandler):
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._failed(run_id, error)
 
+    # ------------------------------------------------------------------ custom events
+    def on_custom_event(
+        self, name: str, data: Any, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        if name != SPAN_ATTRIBUTES_EVENT or not isinstance(data, Mapping):
+            return
+        with self._lock:
+            node = self._runs.get(run_id)
+        if node is not None:
+            node.span.set_attributes(
+                {str(key): _attribute_value(value) for key, value in data.items()}
+            )
+
     # ------------------------------------------------------------------ outside runs
     def carrier(
         self, config: Mapping[str, Any], tool_call_id: str | None = None
@@ -386,6 +409,18 @@ class TracingHandler(BaseCallbackHandler):
 def _attribute(span: Span, key: str) -> Any:
     attributes = getattr(span, "attributes", None)
     return attributes.get(key) if isinstance(attributes, Mapping) else None
+
+
+def _attribute_value(value: Any) -> Any:
+    """`value` as OpenTelemetry takes it: a primitive, a list of primitives, or JSON text."""
+    primitive = (str, bool, int, float)
+    if isinstance(value, primitive):
+        return value
+    if isinstance(value, Sequence) and all(isinstance(v, primitive) for v in value):
+        kinds = {type(v) for v in value}
+        if len(kinds) <= 1:
+            return list(value)
+    return dumps(value)
 
 
 def _interrupts_of(error: GraphInterrupt) -> Sequence[Any]:

@@ -18,6 +18,8 @@ __all__ = [
     "ActionRegistry",
     "CheckVerdict",
     "Clarification",
+    "Escalation",
+    "EscalationChoice",
     "Plan",
     "RetryPolicy",
     "SubTask",
@@ -30,23 +32,34 @@ _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 
 TaskStatus = Literal["ok", "failed", "timeout", "rejected", "skipped"]
 """How a task ended: `ok`; `failed` (the worker raised); `timeout`; `rejected` (the plan
-named an action or agent that is not allowed); `skipped` (a task it depends on did not
-succeed)."""
+named an action or agent that is not allowed, or the person asked to approve it said no);
+`skipped` (a task it depends on did not succeed, or a person chose to skip it)."""
 
 
 class Action(BaseModel):
     """One business action a plan may use, with the facts that order it.
+
+    `requires` and `produces` are the action's data contract, and the only thing that lets
+    two tasks run at the same time. An action that states neither gives no dependency
+    information, so its tasks run in series: alone in their wave, after every task before
+    them and before every task after them. State `requires=()` (or `produces=()`) for an
+    action that reads (or writes) nothing other tasks write (or read).
 
     Attributes:
         name: What plans call it (`SubTask.action`).
         description: What it does; shown to the planner.
         agents: The agents allowed to perform it (empty: any worker).
         requires: Artefacts it reads. A task whose action requires what another task's
-            action produces runs after that task, whatever the plan says.
+            action produces runs after that task, whatever the plan says. `None` (the
+            default): not stated.
         produces: Artefacts it writes. Two tasks producing the same artefact run one after
-            the other, in plan order (a single writer per resource).
+            the other, in plan order (a single writer per resource). `None` (the default):
+            not stated.
         side_effect: Whether it changes the world (books, sends, pays). Such a task runs
             alone in its wave.
+        needs_approval: Whether a person must approve each task of this action before it
+            runs (an interrupt). Such tasks wait in a wave of their own, after the work
+            that does not depend on them, and do not count toward `max_parallel`.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,9 +67,15 @@ class Action(BaseModel):
     name: str = Field(pattern=_ID_PATTERN)
     description: str
     agents: tuple[str, ...] = ()
-    requires: tuple[str, ...] = ()
-    produces: tuple[str, ...] = ()
+    requires: tuple[str, ...] | None = None
+    produces: tuple[str, ...] | None = None
     side_effect: bool = False
+    needs_approval: bool = False
+
+    @property
+    def declares_data(self) -> bool:
+        """Whether the action states what it reads or writes (dependency information)."""
+        return self.requires is not None or self.produces is not None
 
 
 class ActionRegistry(Mapping[str, Action]):
@@ -218,7 +237,11 @@ class TaskResult(BaseModel):
         error: Why it did not succeed.
         attempts: Tries made.
         round: The round it ran in.
+        wave: The wave of its round it ran in (1-based; 0: it never reached a worker).
         elapsed_s: Wall-clock seconds over all tries.
+        model_calls: Chat-model calls its worker made (over all tries).
+        input_tokens: Input tokens of those calls, from their `usage_metadata`.
+        output_tokens: Output tokens of those calls.
     """
 
     task_id: str
@@ -229,7 +252,11 @@ class TaskResult(BaseModel):
     error: str | None = None
     attempts: int = 0
     round: int = 1
+    wave: int = 0
     elapsed_s: float = 0.0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 class CheckVerdict(BaseModel):
@@ -245,3 +272,35 @@ class CheckVerdict(BaseModel):
     passed: bool
     feedback: str = ""
     failed_task_ids: list[str] = Field(default_factory=list)
+
+
+EscalationChoice = Literal["switch", "degrade", "skip", "abort"]
+"""What a person may answer when the last round failed its check: `switch` (run the failed
+tasks again on another worker), `degrade` (one more round, the planner asked for a simpler
+plan), `skip` (end the run with the failed tasks marked skipped and annotated) or `abort`
+(end the run now, without another model call)."""
+
+
+class Escalation(BaseModel):
+    """A person's answer to an escalation, as the run recorded it.
+
+    Resume the escalation interrupt with the choice alone (`"skip"`) or a dict of these
+    fields (`{"action": "switch", "worker": "backup"}`).
+
+    Attributes:
+        action: See `EscalationChoice`.
+        worker: For `switch`: the worker that runs the failed tasks now (it must be
+            allowed to perform their actions).
+        note: For `degrade`: told to the planner; for `skip`: the annotation on the
+            skipped tasks; for `abort`: the reason, in the report.
+        task_ids: The failed tasks it applies to (empty: all of them).
+        round: The round whose check failed (filled in by the workflow).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: EscalationChoice
+    worker: str | None = None
+    note: str = ""
+    task_ids: list[str] = Field(default_factory=list)
+    round: int = 0

@@ -8,6 +8,10 @@ START -> intake -> planner -> chat, or planning failed ---------------------> re
                               join -> after the last wave -> checker
                    checker -> passed, round limit or no valid verdict -> reporter
                    checker -> failed with rounds left -> planner (re-plan; completed kept)
+                   checker -> round limit, escalate=True -> escalate (interrupt)
+                              escalate -> switch -> worker x N ... -> checker
+                              escalate -> degrade -> planner (a simpler plan)
+                              escalate -> skip -> reporter;  abort -> END
 ```
 
 The planner (a model) splits the request into `SubTask`s whose actions come from an
@@ -15,12 +19,18 @@ The planner (a model) splits the request into `SubTask`s whose actions come from
 the tasks of one wave run in parallel, each on its worker, which sees only its own task and
 the outputs of the tasks it depends on. The checker (a model) judges the results against
 the request: it passes them to the reporter, or sends feedback back to the planner, which
-plans only what is still needed while completed results are kept, until `max_rounds`.
-Model answers are typed pydantic objects, validated before they enter the state, and
-progress streams as custom events (`stream_mode="custom"`), each `{"event", "msg", "data"}`:
-`plan_thinking`, `plan_invalid`, `plan_done` (tasks and waves), `clarified`, `work_start`,
-`work_tool_start` / `work_tool_end` (a worker's tool calls), `work_retry`, `work_done`,
-`check_thinking`, `check_invalid`, `check_done`, `report_thinking`, `report_done`, `done`.
+plans only what is still needed while completed results are kept, until `max_rounds`;
+then, with `escalate=True`, a person decides (see `escalation`). Tasks whose action needs
+approval ask a person first, in a wave of their own. Model answers are typed pydantic
+objects, validated before they enter the state, and progress streams as custom events
+(`stream_mode="custom"`), each `{"event", "msg", "data"}`: `plan_thinking`,
+`plan_invalid`, `plan_done` (tasks, waves, the tasks run in series for lack of dependency
+information, and the dropped hints), `clarified`, `work_start`, `work_tool_start` /
+`work_tool_end` (a worker's tool calls), `work_retry`, `work_done` (with tokens),
+`check_thinking`, `check_invalid`, `check_done`, `escalation_answered`,
+`report_thinking`, `report_done`, `done` (with the run's metrics). With tracing on
+(`fathom.tracing.enable`), each subtask is a span of its own and the run's span carries
+the metrics (`fathom.patterns.workflow.metrics`).
 
 ```python
 workflow = create_plan_work_check_report(
@@ -41,7 +51,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
@@ -52,6 +62,8 @@ from fathom.patterns.workflow.contracts import (
     ActionRegistry,
     CheckVerdict,
     Clarification,
+    Escalation,
+    EscalationChoice,
     Plan,
     RetryPolicy,
     SubTask,
@@ -60,6 +72,8 @@ from fathom.patterns.workflow.contracts import (
     WorkItem,
 )
 from fathom.patterns.workflow.dispatch import Dispatcher
+from fathom.patterns.workflow.escalation import EscalationNode
+from fathom.patterns.workflow.metrics import TaskCost, WorkflowMetrics, workflow_metrics
 from fathom.patterns.workflow.planner import PlannerNode
 from fathom.patterns.workflow.review import CheckerNode, ReporterNode
 from fathom.patterns.workflow.state import (
@@ -70,8 +84,9 @@ from fathom.patterns.workflow.state import (
     merge_results,
 )
 from fathom.patterns.workflow.structured import StructuredOutputError
-from fathom.patterns.workflow.waves import PlanOrderError, compute_waves
+from fathom.patterns.workflow.waves import PlanOrderError, TaskOrder, compute_waves, order_tasks
 from fathom.patterns.workflow.workers import Worker, WorkerRunner, render_task
+from fathom.tracing.settings import active_handler
 
 __all__ = [
     "CHECKPOINT_TYPES",
@@ -79,22 +94,29 @@ __all__ = [
     "ActionRegistry",
     "CheckVerdict",
     "Clarification",
+    "Escalation",
+    "EscalationChoice",
     "Plan",
     "PlanOrderError",
     "RetryPolicy",
     "StructuredOutputError",
     "SubTask",
+    "TaskCost",
+    "TaskOrder",
     "TaskResult",
     "TaskStatus",
     "WorkItem",
     "Worker",
     "WorkflowInput",
+    "WorkflowMetrics",
     "WorkflowState",
     "WorkflowStatus",
     "compute_waves",
     "create_plan_work_check_report",
     "merge_results",
+    "order_tasks",
     "render_task",
+    "workflow_metrics",
 ]
 
 
@@ -123,12 +145,17 @@ def intake(state: WorkflowState) -> dict[str, Any]:
         "waves": [],
         "wave": 0,
         "results": Overwrite({}),
+        "history": Overwrite([]),
         "redo": [],
         "round": 0,
+        "extra_rounds": 0,
         "verdict": None,
+        "escalations": [],
+        "degrade": None,
         "status": "running",
         "errors": [],
         "report": "",
+        "metrics": None,
     }
 
 
@@ -142,6 +169,7 @@ def create_plan_work_check_report(
     max_rounds: int = 3,
     max_parallel: int | None = None,
     output_retries: int = 2,
+    escalate: bool = False,
     checkpointer: Checkpointer = None,
     name: str = "plan_work_check_report",
 ) -> CompiledStateGraph[WorkflowState, Any, WorkflowInput, WorkflowState]:
@@ -151,7 +179,14 @@ def create_plan_work_check_report(
     `report` (and appended to `messages`), how it ended in `status`, every task's result
     in `results`. When the planner asks a question the run pauses with an interrupt whose
     value is `{"type": "clarify", "question", "request"}`; resume on the same thread with
-    `Command(resume="the answer")` (this needs a checkpointer).
+    `Command(resume="the answer")` (this needs a checkpointer). A task whose action needs
+    approval pauses with `{"type": "approval", "task_id", "task", ...}`; resume with
+    `"approve"`, `"reject"`, `{"type": "reject", "message": ...}` or
+    `{"type": "edit", "inputs": {...}}` (several at once: `Command(resume={id: answer})`).
+    With `escalate=True`, a check that fails in the last round pauses with
+    `{"type": "escalation", "failed", "feedback", ...}`; resume with an `Escalation`
+    (`"abort"`, `{"action": "switch", "worker": "..."}`, ...). When the run ends,
+    `metrics` holds its `WorkflowMetrics`.
 
     Args:
         planner_model: Splits the request into tasks (a model or `"provider:model"`).
@@ -161,11 +196,15 @@ def create_plan_work_check_report(
         reporter_model: Writes the answer; defaults to `planner_model`.
         actions: The actions plans may use.
         max_rounds: Most work rounds (each ends in a check); a check that still fails
-            in the last round ends the run with status `max_rounds`.
-        max_parallel: Most tasks in one wave (none: no limit).
+            in the last round ends the run with status `max_rounds`, or escalates.
+        max_parallel: Most tasks in one wave (none: no limit); waves of tasks that need
+            approval are not capped.
         output_retries: How often the planner and checker are asked again after an
             invalid answer before the run reports the failure.
-        checkpointer: Needed for clarifying questions (interrupts) and durable threads.
+        escalate: After the last round fails its check, ask a person (an interrupt)
+            whether to switch worker, degrade, skip or abort, instead of reporting.
+        checkpointer: Needed for interrupts (clarifying questions, approvals,
+            escalations) and durable threads.
         name: The graph's name.
 
     Returns:
@@ -211,7 +250,9 @@ def create_plan_work_check_report(
         resolve_model(checker_model) if checker_model is not None else planner,
         max_rounds=max_rounds,
         attempts=attempts,
+        escalate=escalate,
     )
+    escalation = EscalationNode(dispatch, registry, list(workers), max_parallel=max_parallel)
     reports = ReporterNode(resolve_model(reporter_model) if reporter_model is not None else planner)
 
     graph = StateGraph(WorkflowState, input_schema=WorkflowInput)
@@ -221,6 +262,7 @@ def create_plan_work_check_report(
     graph.add_node("worker", RunnableLambda(dispatch.work, afunc=dispatch.awork, name="worker"))
     graph.add_node("join", dispatch.join)
     graph.add_node("checker", RunnableLambda(checks.check, afunc=checks.acheck, name="checker"))
+    graph.add_node("escalate", escalation.escalate)
     graph.add_node(
         "reporter", RunnableLambda(reports.report, afunc=reports.areport, name="reporter")
     )
@@ -232,10 +274,17 @@ def create_plan_work_check_report(
     graph.add_edge("ask", "planner")
     graph.add_edge("worker", "join")
     graph.add_conditional_edges("join", dispatch.route, routes)
-    graph.add_conditional_edges("checker", checks.route_after_check, ["planner", "reporter"])
+    graph.add_conditional_edges(
+        "checker", checks.route_after_check, ["planner", "escalate", "reporter"]
+    )
+    graph.add_conditional_edges(
+        "escalate", escalation.route, ["planner", "worker", "reporter", END]
+    )
     graph.add_edge("reporter", END)
 
     # Rounds are bounded by `max_rounds`, not by LangGraph's step count.
-    return graph.compile(checkpointer=checkpointer, name=name).with_config(
-        {"recursion_limit": 10_000}
-    )
+    run_config = RunnableConfig(recursion_limit=10_000)
+    handler = active_handler()
+    if handler is not None:  # tracing is on: the run, its subtasks and model calls as spans
+        run_config["callbacks"] = [handler]
+    return graph.compile(checkpointer=checkpointer, name=name).with_config(run_config)

@@ -28,7 +28,7 @@ from fathom.patterns.workflow.contracts import (
 from fathom.patterns.workflow.prompts import planner_messages
 from fathom.patterns.workflow.state import WorkflowState, emitter, kept_results
 from fathom.patterns.workflow.structured import StructuredCall, StructuredOutputError
-from fathom.patterns.workflow.waves import PlanOrderError, compute_waves, task_dependencies
+from fathom.patterns.workflow.waves import PlanOrderError, compute_waves, order_tasks
 
 __all__ = ["PlannerNode"]
 
@@ -93,7 +93,8 @@ class PlannerNode:
             redo=state.get("redo") or [],
             verdict=state.get("verdict"),
             round_number=round_number,
-            max_rounds=self.max_rounds,
+            max_rounds=self.max_rounds + state.get("extra_rounds", 0),
+            degrade=state.get("degrade"),
         )
         replanning = state.get("verdict") is not None
 
@@ -155,15 +156,24 @@ class PlannerNode:
         errors: list[str] | None = None,
     ) -> dict[str, Any]:
         kept = kept_results(state)
-        update: dict[str, Any] = {"plan": plan, "status": "running", "waves": [], "wave": 0}
+        update: dict[str, Any] = {
+            "plan": plan,
+            "status": "running",
+            "waves": [],
+            "wave": 0,
+            "degrade": None,
+        }
+        serial: list[str] = []
+        dropped: dict[str, list[str]] = {}
         if plan.intent == "work":
-            deps = task_dependencies(plan.tasks, done=kept, registry=self.registry)
+            order = order_tasks(plan.tasks, done=kept, registry=self.registry)
+            serial, dropped = order.serial, order.dropped_hints
             effective = {
                 task.id: task.model_copy(
                     update={
                         "depends_on": [
-                            *task.depends_on,
-                            *sorted(deps[task.id] - set(task.depends_on)),
+                            *(d for d in task.depends_on if d not in dropped.get(task.id, ())),
+                            *sorted(order.deps[task.id] - set(task.depends_on)),
                         ]
                     }
                 )
@@ -176,6 +186,7 @@ class PlannerNode:
                 tasks={**(state.get("tasks") or {}), **effective},
                 waves=waves,
                 results=dict(rejected or {}),
+                history=list((rejected or {}).values()),
             )
         if errors:
             update["errors"] = [*(state.get("errors") or []), *errors]
@@ -187,6 +198,8 @@ class PlannerNode:
             question=plan.question,
             tasks=[t.model_dump() for t in plan.tasks] if plan.intent == "work" else [],
             waves=update["waves"],
+            serial=serial,
+            dropped_hints=dropped,
         )
         return update
 

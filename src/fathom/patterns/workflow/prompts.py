@@ -30,7 +30,7 @@ _PLANNER_ROLE = """You are the planner of a plan -> work -> check -> report work
 - intent "chat": the message needs no work (greetings, small talk, questions you can answer directly); leave tasks empty.
 - intent "clarify": information the work needs is missing and cannot be assumed; put one precise question for the user in `question`.
 - intent "work": list the tasks. Each task is one independently checkable business action from the action list (never one task per tool call), performed by a worker allowed to do it.
-- Give every task a short unique id, only the inputs it needs, the ids of the tasks whose results it needs in `depends_on`, and `success_criteria` that a checker can verify. Tasks that do not depend on each other run in parallel; code orders them from `depends_on`.
+- Give every task a short unique id, only the inputs it needs, the ids of the tasks whose results it needs in `depends_on`, and `success_criteria` that a checker can verify. Code orders the tasks from what the actions read and write, and adds the order `depends_on` states; independent tasks run in parallel.
 - On a new round after a failed check, plan only the tasks still needed: completed tasks are kept (you may depend on their ids); redo a failed task under its own id or a new one."""  # noqa: E501
 
 _CHECKER_ROLE = """You are the checker of a plan -> work -> check -> report workflow. Judge whether the task results together satisfy the user's request and each task's success criteria, and answer by calling `CheckVerdict`.
@@ -51,6 +51,7 @@ _STATUS_MEANING = {
     "chat": "there was no work to do",
     "max_rounds": "the round limit was reached before the work passed the check",
     "failed": "the workflow could not complete the work",
+    "partial": "the work did not pass the check and a person chose to skip the failed tasks",
 }
 
 
@@ -62,6 +63,8 @@ def _catalogue(registry: ActionRegistry, workers: Sequence[str]) -> str:
             notes.append("workers: " + ", ".join(action.agents))
         if action.side_effect:
             notes.append("has side effects")
+        if action.needs_approval:
+            notes.append("a person approves each task")
         suffix = f" ({'; '.join(notes)})" if notes else ""
         lines.append(f"- {action.name}: {action.description}{suffix}")
     lines.append("Workers: " + ", ".join(workers))
@@ -103,8 +106,13 @@ def planner_messages(
     verdict: CheckVerdict | None,
     round_number: int,
     max_rounds: int,
+    degrade: str | None = None,
 ) -> list[BaseMessage]:
-    """Messages for one planner call; a re-plan adds the kept results and the feedback."""
+    """Messages for one planner call; a re-plan adds the kept results and the feedback.
+
+    `degrade` (set when a person answered an escalation with `degrade`) asks for a simpler
+    plan, with the person's note.
+    """
     system = _system(
         PromptSection("role", _PLANNER_ROLE),
         PromptSection("catalogue", _catalogue(registry, workers), "conditional"),
@@ -121,6 +129,12 @@ def planner_messages(
         if redo:
             lines.append("Tasks to redo:")
             lines += [_result_line(r, None) for r in redo]
+        if degrade is not None:
+            lines.append(
+                "The round limit was reached and a person asked for a simpler plan: plan a "
+                "reduced version of the remaining work, with fewer and simpler tasks."
+                + (f" Their note: {degrade}" if degrade else "")
+            )
         lines.append("Plan only the tasks still needed.")
     return [system, HumanMessage(content="\n".join(lines))]
 

@@ -2,19 +2,23 @@
 
 The checker answers with a validated `CheckVerdict`. A pass goes to the reporter; a fail
 with rounds left drops the rejected (and unsuccessful) results and goes back to the
-planner; a fail in the last round, or no valid verdict at all, goes to the reporter with
-that status. The reporter writes plain text for the user whatever the outcome.
+planner; a fail in the last round goes to the `escalate` node when the workflow escalates
+to a person, else to the reporter with that status, as does no valid verdict at all. The
+reporter writes plain text for the user whatever the outcome, and the run's metrics are
+computed as it ends.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
 from fathom.patterns.workflow.contracts import CheckVerdict
+from fathom.patterns.workflow.metrics import WorkflowMetrics, workflow_metrics
 from fathom.patterns.workflow.prompts import checker_messages, reporter_messages
 from fathom.patterns.workflow.state import WorkflowState, emitter
 from fathom.patterns.workflow.structured import (
@@ -22,8 +26,36 @@ from fathom.patterns.workflow.structured import (
     StructuredOutputError,
     named_config,
 )
+from fathom.tracing.keys import SPAN_ATTRIBUTES_EVENT
 
-__all__ = ["CheckerNode", "ReporterNode"]
+__all__ = ["CheckerNode", "ReporterNode", "close_run"]
+
+
+def close_run(
+    state: WorkflowState, text: str, status: str
+) -> tuple[dict[str, Any], WorkflowMetrics]:
+    """The update that ends a run with `text` as its report, and the run's metrics.
+
+    Emits `report_done` and `done` (with the metrics); the caller puts the metrics on the
+    run's span (`SPAN_ATTRIBUTES_EVENT`).
+    """
+    metrics = workflow_metrics(state.get("tasks") or {}, state.get("history") or [])
+    emit = emitter()
+    emit("report_done", "report written", chars=len(text))
+    emit(
+        "done",
+        f"done: {status}",
+        status=status,
+        rounds=state.get("round", 0),
+        metrics=metrics.model_dump(),
+    )
+    update = {
+        "report": text,
+        "status": status,
+        "metrics": metrics,
+        "messages": [AIMessage(content=text, name="reporter")],
+    }
+    return update, metrics
 
 
 class CheckerNode:
@@ -35,8 +67,11 @@ class CheckerNode:
         attempts: Answers to ask for before giving up.
     """
 
-    def __init__(self, model: BaseChatModel, *, max_rounds: int, attempts: int) -> None:
+    def __init__(
+        self, model: BaseChatModel, *, max_rounds: int, attempts: int, escalate: bool = False
+    ) -> None:
         self.max_rounds = max_rounds
+        self.escalate = escalate
         self.checker = StructuredCall(model, CheckVerdict, agent_name="checker", attempts=attempts)
 
     def _checker_call(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
@@ -100,7 +135,7 @@ class CheckerNode:
         update: dict[str, Any] = {"round": round_number, "verdict": verdict}
         if verdict.passed:
             update["status"] = "passed"
-        elif round_number >= self.max_rounds:
+        elif round_number >= self.max_rounds + state.get("extra_rounds", 0):
             update["status"] = "max_rounds"
         else:
             drop = set(verdict.failed_task_ids) | {
@@ -123,8 +158,14 @@ class CheckerNode:
         return update
 
     def route_after_check(self, state: WorkflowState) -> str:
-        """A failed check with rounds left goes back to the planner; anything else reports."""
-        return "planner" if state.get("status") == "running" else "reporter"
+        """A failed check with rounds left goes back to the planner; one without escalates
+        (when the workflow does) or reports, as does anything else."""
+        status = state.get("status")
+        if status == "running":
+            return "planner"
+        if status == "max_rounds" and self.escalate:
+            return "escalate"
+        return "reporter"
 
 
 class ReporterNode:
@@ -150,25 +191,22 @@ class ReporterNode:
         return messages, status
 
     @staticmethod
-    def _reported(state: WorkflowState, answer: Any, status: str) -> dict[str, Any]:
-        text = str(answer.text) if isinstance(answer, AIMessage) else str(answer)
-        emit = emitter()
-        emit("report_done", "report written", chars=len(text))
-        emit("done", f"done: {status}", status=status, rounds=state.get("round", 0))
-        return {
-            "report": text,
-            "status": status,
-            "messages": [AIMessage(content=text, name="reporter")],
-        }
+    def _text(answer: Any) -> str:
+        return str(answer.text) if isinstance(answer, AIMessage) else str(answer)
 
     def report(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
         """Write the answer to the user."""
         messages, status = self._reporter_call(state)
         answer = self.reporter.invoke(messages, named_config(config, "reporter"))
-        return self._reported(state, answer, status)
+        update, metrics = close_run(state, self._text(answer), status)
+        dispatch_custom_event(SPAN_ATTRIBUTES_EVENT, metrics.span_attributes(), config=config)
+        return update
 
     async def areport(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
         """Async `report`."""
         messages, status = self._reporter_call(state)
         answer = await self.reporter.ainvoke(messages, named_config(config, "reporter"))
-        return self._reported(state, answer, status)
+        update, metrics = close_run(state, self._text(answer), status)
+        attributes = metrics.span_attributes()
+        await adispatch_custom_event(SPAN_ATTRIBUTES_EVENT, attributes, config=config)
+        return update

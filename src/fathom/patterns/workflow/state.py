@@ -17,10 +17,12 @@ from pydantic import BaseModel
 from fathom.patterns.workflow.contracts import (
     CheckVerdict,
     Clarification,
+    Escalation,
     Plan,
     SubTask,
     TaskResult,
 )
+from fathom.patterns.workflow.metrics import TaskCost, WorkflowMetrics
 from fathom.patterns.workflow.workers import Emit
 from fathom.state import merge_update
 
@@ -29,21 +31,29 @@ __all__ = [
     "WorkflowInput",
     "WorkflowState",
     "WorkflowStatus",
+    "append_history",
     "emitter",
     "kept_results",
     "merge_results",
 ]
 
-WorkflowStatus = Literal["running", "passed", "chat", "max_rounds", "failed"]
+WorkflowStatus = Literal[
+    "running", "passed", "chat", "max_rounds", "failed", "partial", "aborted"
+]
 """`running` until the reporter; then `passed`, `chat` (nothing to do), `max_rounds` (the
-check never passed) or `failed` (a model gave no valid answer, or nothing could run)."""
+check never passed), `failed` (a model gave no valid answer, or nothing could run),
+`partial` (after an escalation, a person chose to skip the failed tasks) or `aborted` (a
+person ended the run at an escalation)."""
 
 CHECKPOINT_TYPES: tuple[type[BaseModel], ...] = (
     CheckVerdict,
     Clarification,
+    Escalation,
     Plan,
     SubTask,
+    TaskCost,
     TaskResult,
+    WorkflowMetrics,
 )
 """The pydantic types the workflow keeps in its state. LangGraph allows them in strict
 mode (they are in the state schema) and otherwise logs a one-time warning per type; to
@@ -56,6 +66,13 @@ def merge_results(
 ) -> dict[str, TaskResult]:
     """Reducer for `results`: parallel workers' results merge by task id; `None` removes one."""
     return merge_update(left, right)
+
+
+def append_history(
+    left: list[TaskResult] | None, right: list[TaskResult] | None
+) -> list[TaskResult]:
+    """Reducer for `history`: every result, in the order they came (parallel ones too)."""
+    return [*(left or []), *(right or [])]
 
 
 class WorkflowInput(TypedDict, total=False):
@@ -78,12 +95,19 @@ class WorkflowState(TypedDict, total=False):
         wave: Index into `waves`.
         results: The current result of every task, by id (completed ones kept across
             rounds; those the checker rejected are removed).
+        history: Every result of the run, in order, those later redone included (what
+            the metrics are computed from).
         redo: The results the last check rejected.
         round: Checks done so far.
+        extra_rounds: Rounds a person granted at escalations (beyond `max_rounds`).
         verdict: The last check's verdict.
+        escalations: The answers given at escalations, in order.
+        degrade: Set by a `degrade` answer: the note the next planner call is given.
         status: See `WorkflowStatus`.
         errors: Why work was rejected, skipped or not done.
         report: The reporter's answer.
+        metrics: The run's wave widths, dependency violations, subtask count and cost per
+            subtask, set when the run ends.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -94,12 +118,17 @@ class WorkflowState(TypedDict, total=False):
     waves: list[list[str]]
     wave: int
     results: Annotated[dict[str, TaskResult], merge_results]
+    history: Annotated[list[TaskResult], append_history]
     redo: list[TaskResult]
     round: int
+    extra_rounds: int
     verdict: CheckVerdict | None
+    escalations: list[Escalation]
+    degrade: str | None
     status: WorkflowStatus
     errors: list[str]
     report: str
+    metrics: WorkflowMetrics | None
 
 
 def kept_results(state: Mapping[str, Any]) -> dict[str, TaskResult]:

@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import inspect
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,8 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.pregel import Pregel
@@ -109,6 +111,29 @@ class _ToolEvents(BaseCallbackHandler):
         )
 
 
+class _TaskUsage(BaseCallbackHandler):
+    """Counts a worker's model calls and their tokens (`usage_metadata`) for one task."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        first = response.generations[0] if response.generations else []
+        generation = first[0] if first else None
+        message = generation.message if isinstance(generation, ChatGeneration) else None
+        usage = message.usage_metadata if isinstance(message, AIMessage) else None
+        with self._lock:
+            self.calls += 1
+            if usage:
+                self.input_tokens += int(usage.get("input_tokens") or 0)
+                self.output_tokens += int(usage.get("output_tokens") or 0)
+
+
 class WorkerRunner:
     """Runs one named worker on a task, honouring the task's timeout and retry policy.
 
@@ -143,9 +168,11 @@ class WorkerRunner:
             return [SystemMessage(content=_WORKER_SYSTEM), prompt]
         return [prompt]
 
-    def _config(self, item: WorkItem, config: RunnableConfig, emit: Emit) -> RunnableConfig:
+    def _config(
+        self, item: WorkItem, config: RunnableConfig, emit: Emit, usage: _TaskUsage
+    ) -> RunnableConfig:
         named = named_config(config, f"worker:{self.agent}")
-        return merge_configs(named, {"callbacks": [_ToolEvents(emit, item.task.id)]})
+        return merge_configs(named, {"callbacks": [_ToolEvents(emit, item.task.id), usage]})
 
     @staticmethod
     def _text(answer: Any) -> str:
@@ -196,7 +223,8 @@ class WorkerRunner:
     ) -> TaskResult:
         """Try the task up to `task.retry.attempts` times; never raises for a failed try."""
         task = item.task
-        cfg = self._config(item, config, emit)
+        usage = _TaskUsage()
+        cfg = self._config(item, config, emit, usage)
         started = time.monotonic()
         failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
@@ -206,19 +234,22 @@ class WorkerRunner:
                 _TRY,
             )
             if not isinstance(output, Failure):
-                return self._result(item, "ok", attempt, started, output=output)
+                return self._result(item, "ok", attempt, started, usage, output=output)
             failure = _describe_failure(output.error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
                 time.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
-        return self._result(item, failure[0], task.retry.attempts, started, error=failure[1])
+        return self._result(
+            item, failure[0], task.retry.attempts, started, usage, error=failure[1]
+        )
 
     async def arun(
         self, item: WorkItem, action: Action | None, config: RunnableConfig, emit: Emit
     ) -> TaskResult:
         """Async `run`; a timed-out try is cancelled."""
         task = item.task
-        cfg = self._config(item, config, emit)
+        usage = _TaskUsage()
+        cfg = self._config(item, config, emit, usage)
         started = time.monotonic()
         failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
@@ -227,12 +258,14 @@ class WorkerRunner:
                 _awith_timeout(self._acall(this, action, cfg), task.timeout), _TRY
             )
             if not isinstance(output, Failure):
-                return self._result(item, "ok", attempt, started, output=output)
+                return self._result(item, "ok", attempt, started, usage, output=output)
             failure = _describe_failure(output.error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
                 await asyncio.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
-        return self._result(item, failure[0], task.retry.attempts, started, error=failure[1])
+        return self._result(
+            item, failure[0], task.retry.attempts, started, usage, error=failure[1]
+        )
 
     def _announce_retry(self, emit: Emit, item: WorkItem, attempt: int, error: str) -> None:
         emit(
@@ -249,6 +282,7 @@ class WorkerRunner:
         status: TaskStatus,
         attempts: int,
         started: float,
+        usage: _TaskUsage,
         *,
         output: str = "",
         error: str | None = None,
@@ -263,6 +297,9 @@ class WorkerRunner:
             attempts=attempts,
             round=item.round,
             elapsed_s=round(time.monotonic() - started, 3),
+            model_calls=usage.calls,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
         )
 
 
