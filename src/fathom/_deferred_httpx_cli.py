@@ -37,10 +37,9 @@ def _real() -> ModuleType:
     sys.modules.pop(_NAME, None)
     try:
         return importlib.import_module(_NAME)
-    except BaseException:  # cleanup: the stand-in goes back, the failure is re-raised
-        if current is not None:
+    finally:  # cleanup: a failed import leaves no module behind, and the stand-in goes back
+        if current is not None and _NAME not in sys.modules:
             sys.modules[_NAME] = current
-        raise
 
 
 def _main(*args: Any, **kwargs: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -10,6 +11,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
 from fathom import create_deep_agent
+from fathom.backends.state import StateBackend
 from fathom.backends.utils import create_file_data
 from fathom.middleware.context.summarization import (
     ARCHIVE_DIR,
@@ -393,3 +395,36 @@ def test_a_message_trigger_fires_at_its_count_and_keeps_the_last_n_with_their_ca
     assert "SUMMARY 1" in first[1]
     assert kept == [("ai", ""), ("tool", "result 2"), ("ai", ""), ("tool", "result 3")]
     assert len(summarizer.requests) == 2
+
+
+class _UnreadableArchive(StateBackend):
+    """Files in state, but a download raises (a disk gone, a backend's own bug)."""
+
+    def download_files(self, paths):
+        raise OSError("the archive's disk is gone")
+
+
+def test_an_archive_that_cannot_be_read_is_written_anew_and_the_failure_logged(caplog):
+    contents = [f"doc {i} " + "q" * 1_500 for i in range(8)]
+    state = {"summaries": 0}
+
+    def policy(request):
+        if (request.last_human_text or "").startswith(SUMMARY_MARK):
+            state["summaries"] += 1
+            return ai("## Artifacts\n- /doc*.md")
+        done = sum(1 for m in request.messages if m.type == "tool")
+        if state["summaries"] == 0 and done < len(contents):
+            args = {"file_path": f"/doc{done}.md", "content": contents[done]}
+            return ai("", tool_call("write_file", args))
+        return ai("done")
+
+    model = ScriptedModel(policy=policy, profile={"max_input_tokens": 3_000})
+    agent = create_deep_agent(model, backend=_UnreadableArchive())
+    with caplog.at_level(logging.WARNING, logger="fathom.middleware.context.summarization"):
+        result = agent.invoke(USER)
+    assert state["summaries"] >= 1
+    assert result["messages"][-1].content == "done"
+    (archive,) = [d["content"] for p, d in result["files"].items() if p.startswith(ARCHIVE_DIR)]
+    assert "## Summarized at" in archive
+    unread = [r for r in caplog.records if "could not be read" in r.getMessage()]
+    assert unread and "the archive's disk is gone" in unread[0].getMessage()

@@ -536,12 +536,13 @@ def put(path, data, st):
         except OSError:
             pass
         os.replace(temp, real)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+        temp = None
+    finally:
+        if temp is not None:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
 """
 
 _EDIT_COMMAND_TEMPLATE = _check_program(_EDIT_FUNCTION + """
@@ -1020,7 +1021,7 @@ def main():
                     found.append(relative)
             if truncated:
                 break
-    except Exception as exc:
+    except Exception as exc:  # boundary: a walk that fails part way reports what it found
         walk_errors.append(type(exc).__name__ + ':' + str(exc)[:100])
     for relative in sorted(found):
         emit({'path': relative, 'is_dir': False})
@@ -1031,7 +1032,7 @@ def main():
 
 try:
     main()
-except Exception as exc:
+except Exception as exc:  # boundary: the program's own failure is its answer
     emit({'error': 'internal_error: ' + type(exc).__name__ + ': ' + str(exc)[:200]})
 """)
 

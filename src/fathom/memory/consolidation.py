@@ -583,13 +583,13 @@ def _gather_node(settings: _Settings) -> Any:
         if not await aclaim(store, *claim, run_id=run_id, now=datetime.now(UTC),
                             hold_for=settings.claim_timeout):  # fmt: skip
             return _ended(user, "Another consolidation of this memory is running; it merges.")
+        due = None
         try:
             due = await _due(settings, store, user)
-        except BaseException:
-            await arelease(store, *claim, run_id=run_id)
-            raise
+        finally:
+            if not due:  # nothing due, or the read failed (and goes on up): the claim is freed
+                await arelease(store, *claim, run_id=run_id)
         if not due:
-            await arelease(store, *claim, run_id=run_id)
             return _ended(user, "Nothing new to consolidate.")
         batch = [_entry(d.thread) for d in due]
         text = any(d.new for d in due)

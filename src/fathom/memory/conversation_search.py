@@ -52,7 +52,7 @@ from fathom.memory.records import (
     truncated,
 )
 from fathom.memory.stores import aindex_for_store, index_for_store
-from fathom.tool_answers import exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, tool_error
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -129,6 +129,18 @@ def user_identity(
         or (str(configured) if configured else None)
         or _from_context(context)
     )
+
+
+_SEARCHING = "conversation search"
+_INDEXING = "indexing a thread for conversation search"
+
+
+def _note_missed(written: int | Failure, thread_id: str) -> None:
+    """Log an index write that failed: the run succeeded, and the write after it is a
+    boundary (the index may be the caller's own), so a missed write is only logged."""
+    if isinstance(written, Failure):
+        logger.warning("could not index thread %s for conversation search", thread_id,
+                       exc_info=written.error)  # fmt: skip
 
 
 def _thread_id(config: RunnableConfig | None) -> str | None:
@@ -235,32 +247,37 @@ def _search_tool(settings: _Settings) -> BaseTool:
         exclude = _thread_id(runtime.config) if settings.exclude_current_thread else None
         return user, exclude
 
-    def failed(error: Exception, runtime: ToolRuntime) -> ToolMessage:
-        if not isinstance(error, ConversationSearchError):
-            logger.warning("conversation search failed", exc_info=error)
-        return tool_error(exception_text(error), tool_call_id=runtime.tool_call_id,
+    def answer(
+        hits: list[ConversationHit] | Failure, query: str, runtime: ToolRuntime
+    ) -> str | ToolMessage:
+        """The tool's answer: the hits, or the search's failure in words for the model."""
+        if not isinstance(hits, Failure):
+            return format_hits(hits, query)
+        if not isinstance(hits.error, ConversationSearchError):
+            logger.warning("conversation search failed", exc_info=hits.error)
+        return tool_error(hits.text, tool_call_id=runtime.tool_call_id,
                           name=SEARCH_CONVERSATIONS_TOOL)  # fmt: skip
 
+    # the search (the index may be the caller's own) is a tool-call boundary: a failed
+    # search is an answer to the model
     def search(query: str, runtime: ToolRuntime, limit: int | None = None) -> str | ToolMessage:
-        try:
+        def run() -> list[ConversationHit]:
             user, exclude = scope(runtime)
-            hits = settings.index_of(runtime.store).search(
+            return settings.index_of(runtime.store).search(
                 user, query, limit=settings.bounded(limit), exclude_thread_id=exclude)  # fmt: skip
-        except Exception as error:  # boundary: a failed search is an answer to the model
-            return failed(error, runtime)
-        return format_hits(hits, query)
+
+        return answer(attempt(run, _SEARCHING), query, runtime)
 
     async def asearch(
         query: str, runtime: ToolRuntime, limit: int | None = None
     ) -> str | ToolMessage:
-        try:
+        async def run() -> list[ConversationHit]:
             user, exclude = scope(runtime)
             index = await settings.aindex_of(runtime.store)
-            hits = await index.asearch(
+            return await index.asearch(
                 user, query, limit=settings.bounded(limit), exclude_thread_id=exclude)  # fmt: skip
-        except Exception as error:  # boundary: a failed search is an answer to the model
-            return failed(error, runtime)
-        return format_hits(hits, query)
+
+        return answer(await aattempt(run(), _SEARCHING), query, runtime)
 
     description = SEARCH_CONVERSATIONS_DESCRIPTION.format(
         current=CURRENT_EXCLUDED if settings.exclude_current_thread else CURRENT_INCLUDED,
@@ -351,11 +368,8 @@ class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if pending is None:
             return None
         thread_id, rows = pending
-        try:
-            self._settings.index_of(runtime.store).add(rows)
-        except Exception:  # boundary: the run succeeded; a missed index write is logged
-            logger.warning("could not index thread %s for conversation search", thread_id,
-                           exc_info=True)  # fmt: skip
+        written = attempt(lambda: self._settings.index_of(runtime.store).add(rows), _INDEXING)
+        _note_missed(written, thread_id)
         return None
 
     async def aafter_agent(
@@ -366,9 +380,9 @@ class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if pending is None:
             return None
         thread_id, rows = pending
-        try:
-            await (await self._settings.aindex_of(runtime.store)).aadd(rows)
-        except Exception:  # boundary: the run succeeded; a missed index write is logged
-            logger.warning("could not index thread %s for conversation search", thread_id,
-                           exc_info=True)  # fmt: skip
+
+        async def add() -> int:
+            return await (await self._settings.aindex_of(runtime.store)).aadd(rows)
+
+        _note_missed(await aattempt(add(), _INDEXING), thread_id)
         return None

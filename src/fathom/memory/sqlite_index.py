@@ -193,15 +193,11 @@ class SqliteConversationIndex:
         with self._lock:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
-            try:
+            with connection:  # commits; an exception rolls back, then goes on up
                 new = _new(connection, messages)
                 connection.executemany(_INSERT, [
                     (m.user_id, m.thread_id, m.message_id, m.role, m.content, m.time.timestamp())
                     for m in new])  # fmt: skip
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
         return len(new)
 
     async def aadd(self, messages: Sequence[ConversationMessage]) -> int:

@@ -29,7 +29,6 @@ Layer: capabilities.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -66,7 +65,7 @@ from fathom.middleware.async_subagents.tools import (
 )
 from fathom.middleware.subagents import TASK_TOOL
 from fathom.pricing import model_key
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import Failure, aattempt, tool_error
 from fathom.usage import task_usage
 
 __all__ = [
@@ -78,7 +77,6 @@ __all__ = [
     "check_prices",
 ]
 
-logger = logging.getLogger(__name__)
 
 DELEGATING_TOOLS = frozenset({TASK_TOOL, START_ASYNC_TASK_TOOL, UPDATE_ASYNC_TASK_TOOL})
 """Tools that start more spending (a subagent): refused once a cap is reached."""
@@ -349,13 +347,16 @@ class BudgetMiddleware(_BudgetHooks):
             if spec is None:
                 return
             thread_id = str(task.get("thread_id") or task.get("task_id"))
-            try:
+
+            async def get() -> Any:
                 client = tracker.clients.get(spec)
-                thread = await asyncio.wait_for(client.threads.get(thread_id),
-                                                TASK_READ_TIMEOUT_S)
-            except Exception:  # boundary: a usage read before a model call never fails it
-                logger.debug("could not read the usage of async task %s", thread_id,
-                             exc_info=True)
+                return await asyncio.wait_for(client.threads.get(thread_id), TASK_READ_TIMEOUT_S)
+
+            # the server may host the task in process and raise anything through the SDK:
+            # a usage read before a model call is a boundary that never fails the call
+            # (`aattempt` logs the failure)
+            thread = await aattempt(get(), f"reading the usage of async task {thread_id}")
+            if isinstance(thread, Failure):
                 return
             totals = task_usage(thread)
             if totals is not None:

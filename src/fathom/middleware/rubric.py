@@ -55,10 +55,11 @@ from langchain.agents.structured_output import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, ensure_config
-from langgraph.errors import GraphBubbleUp
 from langsmith.run_helpers import get_current_run_tree
 from pydantic import BaseModel, Discriminator, Field, model_validator
 from typing_extensions import TypedDict
+
+from fathom.tool_answers import Failure, aattempt, attempt
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -101,6 +102,8 @@ RUBRIC_GRADER_MESSAGE_SOURCE = "rubric_grader"
 user's own messages (as `lc_source="summarization"` marks a summary)."""
 
 _RUBRIC_KEY = "rubric"
+_GRADING = "the rubric grader's run"
+_ASKING_AGAIN = "asking the rubric grader again"
 _MAX_TRANSCRIPT_MESSAGES = 30
 """The grader sees at most the last this many messages (and the user's first request)."""
 _MAX_TRANSCRIPT_CHARS_PER_MESSAGE = 4_000
@@ -471,13 +474,11 @@ class RubricMiddleware(AgentMiddleware):
             return None
         run_id, iteration = started
         context = getattr(runtime, "context", None)
-        try:
-            graded = self._grade(state, iteration, **_context_kwargs(context))
-        except GraphBubbleUp:
-            raise  # an interrupt in the grader is control flow, not a failed grading
-        except Exception as error:  # boundary: the grader's run; recorded as grader_error
-            return self._handle_grader_exception(runtime, state, run_id, iteration, error)
-        return self._finalize_evaluation(graded, state, runtime, run_id, iteration)
+        # the grader's run is a boundary: its failure is recorded as grader_error (an
+        # interrupt in it is control flow and goes on up)
+        graded = attempt(lambda: self._grade(state, iteration, **_context_kwargs(context)),
+                         _GRADING)  # fmt: skip
+        return self._graded(graded, state, runtime, run_id, iteration)
 
     @hook_config(can_jump_to=["model"])
     async def aafter_agent(
@@ -489,12 +490,15 @@ class RubricMiddleware(AgentMiddleware):
             return None
         run_id, iteration = started
         context = getattr(runtime, "context", None)
-        try:
-            graded = await self._agrade(state, iteration, **_context_kwargs(context))
-        except GraphBubbleUp:
-            raise
-        except Exception as error:  # boundary: the grader's run; recorded as grader_error
-            return self._handle_grader_exception(runtime, state, run_id, iteration, error)
+        graded = await aattempt(self._agrade(state, iteration, **_context_kwargs(context)),
+                                _GRADING)  # fmt: skip
+        return self._graded(graded, state, runtime, run_id, iteration)
+
+    def _graded(self, graded: GraderResponse | Failure, state: Mapping[str, Any],
+                runtime: Any, run_id: str, iteration: int) -> dict[str, Any]:  # fmt: skip
+        """The state update of a grading: its verdict, or its grader's failure."""
+        if isinstance(graded, Failure):
+            return self._handle_grader_exception(runtime, state, run_id, iteration, graded.error)
         return self._finalize_evaluation(graded, state, runtime, run_id, iteration)
 
     def _prepare_evaluation(self, state: Mapping[str, Any],
@@ -595,9 +599,9 @@ class RubricMiddleware(AgentMiddleware):
         self._record_grader_trace_metadata(metadata)
         model = metadata["rubric_grader_configured_model"]
         strategy = metadata["rubric_grader_effective_strategy"]
-        logger.exception(
+        logger.error(
             "RubricMiddleware grader failed (configured_model=%r, effective_strategy=%s)",
-            model, strategy,
+            model, strategy, exc_info=error,
         )  # fmt: skip
         status = getattr(error, "status_code", None)
         is_code = isinstance(status, int) and not isinstance(status, bool)
@@ -622,14 +626,14 @@ class RubricMiddleware(AgentMiddleware):
         }
 
     def _notify(self, evaluation: RubricEvaluation) -> None:
-        if self._on_evaluation is None:
+        callback = self._on_evaluation
+        if callback is None:
             return
-        try:
-            self._on_evaluation(evaluation)
-        except GraphBubbleUp:
-            raise  # a callback may interrupt (a person reviews the verdict)
-        except Exception:  # boundary: the caller's callback; logged, grading goes on
-            logger.exception("RubricMiddleware on_evaluation callback raised")
+        # the caller's callback is a boundary: its failure is logged and grading goes on
+        # (an interrupt, a person reviewing the verdict, goes on up)
+        outcome = attempt(lambda: callback(evaluation), "the on_evaluation callback")
+        if isinstance(outcome, Failure):
+            logger.error("RubricMiddleware on_evaluation callback raised", exc_info=outcome.error)
 
     def _emit(self, runtime: Any, event_type: str, grading_run_id: str, iteration: int,
               evaluation: RubricEvaluation | None = None) -> None:  # fmt: skip
@@ -649,10 +653,8 @@ class RubricMiddleware(AgentMiddleware):
                 criteria=evaluation.get("criteria", []),
                 unverified=evaluation.get("unverified", False),
             )
-        try:
-            writer(payload)
-        except Exception:  # boundary: the stream's writer; an event lost never stops grading
-            logger.debug("RubricMiddleware: the stream writer raised", exc_info=True)
+        # the stream's writer is a boundary: an event lost never stops grading (logged)
+        attempt(lambda: writer(payload), "RubricMiddleware's stream writer")
 
     # -- the grader --------------------------------------------------------------------
 
@@ -699,12 +701,13 @@ class RubricMiddleware(AgentMiddleware):
 
     @staticmethod
     def _record_grader_trace_metadata(metadata: Mapping[str, str]) -> None:
-        try:
+        def annotate() -> None:
             run = get_current_run_tree()
             if run is not None:
                 run.add_metadata(dict(metadata))
-        except Exception:  # boundary: trace annotation; a trace never breaks a grading
-            logger.debug("RubricMiddleware: could not annotate the trace", exc_info=True)
+
+        # trace annotation is a boundary: a trace never breaks a grading (logged)
+        attempt(annotate, "RubricMiddleware's trace annotation")
 
     @staticmethod
     def _usability_correction(state: Mapping[str, Any], graded: GraderResponse) -> str | None:
@@ -741,13 +744,9 @@ class RubricMiddleware(AgentMiddleware):
         if correction is None:
             return graded
         self._log_coverage_retry(state, iteration, correction)
-        try:
-            return self._invoke_grader(state, iteration, correction, **kwargs)
-        except GraphBubbleUp:
-            raise
-        except Exception:  # boundary: the second ask; the first answer is kept
-            self._log_coverage_retry_failure(state, iteration, graded)
-            return graded
+        again = attempt(lambda: self._invoke_grader(state, iteration, correction, **kwargs),
+                        _ASKING_AGAIN)  # fmt: skip
+        return self._kept(again, state, iteration, graded)
 
     async def _agrade(self, state: Mapping[str, Any], iteration: int, *,
                       context: object | None = None) -> GraderResponse:  # fmt: skip
@@ -758,13 +757,9 @@ class RubricMiddleware(AgentMiddleware):
         if correction is None:
             return graded
         self._log_coverage_retry(state, iteration, correction)
-        try:
-            return await self._ainvoke_grader(state, iteration, correction, **kwargs)
-        except GraphBubbleUp:
-            raise
-        except Exception:  # boundary: the second ask; the first answer is kept
-            self._log_coverage_retry_failure(state, iteration, graded)
-            return graded
+        again = await aattempt(self._ainvoke_grader(state, iteration, correction, **kwargs),
+                               _ASKING_AGAIN)  # fmt: skip
+        return self._kept(again, state, iteration, graded)
 
     @staticmethod
     def _log_coverage_retry(state: Mapping[str, Any], iteration: int, correction: str) -> None:
@@ -775,13 +770,18 @@ class RubricMiddleware(AgentMiddleware):
         )  # fmt: skip
 
     @staticmethod
-    def _log_coverage_retry_failure(state: Mapping[str, Any], iteration: int,
-                                    graded: GraderResponse) -> None:  # fmt: skip
-        logger.exception(
+    def _kept(again: GraderResponse | Failure, state: Mapping[str, Any], iteration: int,
+              graded: GraderResponse) -> GraderResponse:  # fmt: skip
+        """The second ask's answer; when it failed, the first answer (`graded`), logged."""
+        if not isinstance(again, Failure):
+            return again
+        logger.error(
             "RubricMiddleware: asking the grader again raised (grading_run_id=%s, "
             "iteration=%d); keeping its first answer (result=%s, %d criteria)",
             state.get("_current_grading_run_id"), iteration, graded.result, len(graded.criteria),
+            exc_info=again.error,
         )  # fmt: skip
+        return graded
 
     def _grader_input(self, state: Mapping[str, Any], iteration: int,
                       correction: str | None = None) -> dict[str, Any]:  # fmt: skip

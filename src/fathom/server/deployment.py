@@ -32,6 +32,7 @@ names the file, the key and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -165,11 +166,11 @@ def _import_target(path: Path, key: str, spec: str) -> Any:
                 raise _fail(path, key, f"cannot import {file} as Python")
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[module_name] = module
-            try:
+            with contextlib.ExitStack() as on_failure:
+                # cleanup: no half-run module is kept (the failure goes on up)
+                on_failure.callback(sys.modules.pop, module_name, None)
                 module_spec.loader.exec_module(module)
-            except BaseException:  # boundary (cleanup): no half-run module is kept; re-raised
-                sys.modules.pop(module_name, None)
-                raise
+                on_failure.pop_all()
         else:
             module = importlib.import_module(target)
     except DeploymentError:

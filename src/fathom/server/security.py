@@ -193,6 +193,7 @@ class BodyLimitMiddleware:
         except Exception:  # boundary: the app's request handler; only a 413 replaces an error
             if not exceeded or started:
                 raise  # an error of the app's own, or too late to answer 413
+            logger.debug("the app failed on a body over the limit: answered 413", exc_info=True)
         if exceeded and not started:
             await send_json(send, 413, self._detail(), [(b"connection", b"close")])
 

@@ -126,16 +126,16 @@ class WorkerPool:
 
     async def _spawn(self) -> _Worker:
         read, write = os.pipe()
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *self._command(self._sock.fileno(), write), env=self._env,
-                pass_fds=(self._sock.fileno(), write),
-            )  # fmt: skip
-        except BaseException:
-            os.close(read)
-            raise
-        finally:
-            os.close(write)  # the worker holds its own copy: EOF here once it closes or dies
+        with contextlib.ExitStack() as on_failure:
+            on_failure.callback(os.close, read)  # cleanup: no worker started (re-raised)
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *self._command(self._sock.fileno(), write), env=self._env,
+                    pass_fds=(self._sock.fileno(), write),
+                )  # fmt: skip
+            finally:
+                os.close(write)  # the worker holds its own copy: EOF here once it closes or dies
+            on_failure.pop_all()
         report = asyncio.ensure_future(asyncio.to_thread(_read_report, read))
         return _Worker(process, report, asyncio.ensure_future(process.wait()))
 

@@ -11,6 +11,7 @@ Supported routes: `POST /v1/chat/completions` (JSON or Server-Sent Events when
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -36,6 +37,8 @@ from fathom.errors import FathomError
 from fathom.testing.scripted import ScriptedModel, ScriptExhausted
 
 __all__ = ["ScriptedOpenAIServer"]
+
+logger = logging.getLogger(__name__)
 
 _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
@@ -263,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
             # Retrying cannot help: tell the OpenAI SDK not to.
             self._send_error(500, str(exc), "server_error", "script_exhausted", retry=False)
         except Exception as exc:  # boundary: the request handler answers 500 with the error
+            logger.debug("the scripted endpoint answers 500", exc_info=exc)
             self._send_error(500, f"{type(exc).__name__}: {exc}", "server_error", "script_error")
 
     def _chat_completions(self, payload: dict[str, Any]) -> None:

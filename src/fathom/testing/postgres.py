@@ -124,12 +124,12 @@ def throwaway_postgres() -> Iterator[str]:
     user = _server_user()
     root = Path(tempfile.mkdtemp(prefix="fathom-pg-"))
     run: dict[str, Any] = {"check": True, "capture_output": True, "text": True, **user}
-    try:
+    with contextlib.ExitStack() as on_failure:
+        # cleanup: a cluster that does not start leaves nothing behind (re-raised)
+        on_failure.callback(shutil.rmtree, root, ignore_errors=True)
         sockets = _prepare(root, user)
         _start(bindir, root, sockets, run)
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
+        on_failure.pop_all()
     try:
         yield f"postgresql://postgres@/postgres?host={sockets}&port={PORT}"
     finally:

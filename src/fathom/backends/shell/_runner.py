@@ -334,6 +334,7 @@ def run_process(
     tagger = None if stderr_prefix is None else _Tagger(stderr_prefix.encode("utf-8"))
     deadline = time.monotonic() + timeout
     timed_out = False
+    ended = False
     try:
         if on_start is not None:
             on_start(proc.pid)
@@ -349,11 +350,11 @@ def run_process(
             except subprocess.TimeoutExpired:
                 kill_group(proc.pid)
                 timed_out = True
-    except BaseException:  # boundary (cleanup): nothing outlives the run, then re-raised
-        kill_group(proc.pid)
-        raise
+        ended = True
     finally:
-        if proc.poll() is None and (timed_out or output.runaway):
+        # cleanup: nothing outlives a run that raised (its whole group is killed, then
+        # the failure goes on up), timed out or ran away
+        if not ended or (proc.poll() is None and (timed_out or output.runaway)):
             kill_group(proc.pid)
         # Background jobs may still hold the pipe; the status is the main process's.
         returncode = proc.wait()

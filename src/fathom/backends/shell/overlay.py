@@ -465,52 +465,57 @@ class _Applier:
     def _put(self, upper_dir: int, work_dir: int, name: str, info: os.stat_result,
              relative: str) -> None:
         """Materialise a non-directory entry beside its target, then rename it into place."""
-        temp = self._temp_name(work_dir)
         kind = stat.S_IFMT(info.st_mode)
         linked = self.links.get(info.st_ino) if info.st_nlink > 1 else None
-        if linked is not None:
-            os.link(linked[1], temp, src_dir_fd=linked[0], dst_dir_fd=work_dir,
-                    follow_symlinks=False)
-        elif kind == stat.S_IFREG:
-            src = self._open_upper(upper_dir, name, os.O_RDONLY | os.O_CLOEXEC | _O_NOFOLLOW)
-            try:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _O_NOFOLLOW
-                dst = os.open(temp, flags, 0o600, dir_fd=work_dir)
-                try:
-                    self._copy(src, dst, info.st_size)
-                    self._finish_entry(dst, work_dir, temp, info)
-                finally:
-                    os.close(dst)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=work_dir)
-                raise
-            finally:
-                os.close(src)
-        elif kind == stat.S_IFLNK:
-            os.symlink(os.readlink(name, dir_fd=upper_dir), temp, dir_fd=work_dir)
-            self._finish_entry(None, work_dir, temp, info)
-        elif kind == stat.S_IFIFO:
-            os.mkfifo(temp, 0o600, dir_fd=work_dir)
-            self._finish_entry(None, work_dir, temp, info)
-        else:  # a socket or a device: nothing a file can carry over
+        if linked is None and kind not in (stat.S_IFREG, stat.S_IFLNK, stat.S_IFIFO):
+            # a socket or a device: nothing a file can carry over
             self.result.errors.append(f"{relative}: a socket or device, not carried over")
             return
+        temp = self._temp_name(work_dir)
+        placed = False
         try:
-            os.rename(temp, name, src_dir_fd=work_dir, dst_dir_fd=work_dir)
-        except IsADirectoryError:
-            self._remove(work_dir, name)
-            os.rename(temp, name, src_dir_fd=work_dir, dst_dir_fd=work_dir)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=work_dir)
-            raise
+            if linked is not None:
+                os.link(linked[1], temp, src_dir_fd=linked[0], dst_dir_fd=work_dir,
+                        follow_symlinks=False)
+            elif kind == stat.S_IFREG:
+                self._put_file(upper_dir, work_dir, name, temp, info)
+            elif kind == stat.S_IFLNK:
+                os.symlink(os.readlink(name, dir_fd=upper_dir), temp, dir_fd=work_dir)
+                self._finish_entry(None, work_dir, temp, info)
+            else:
+                os.mkfifo(temp, 0o600, dir_fd=work_dir)
+                self._finish_entry(None, work_dir, temp, info)
+            try:
+                os.rename(temp, name, src_dir_fd=work_dir, dst_dir_fd=work_dir)
+            except IsADirectoryError:
+                self._remove(work_dir, name)
+                os.rename(temp, name, src_dir_fd=work_dir, dst_dir_fd=work_dir)
+            placed = True
+        finally:
+            if not placed:  # cleanup: an entry that failed leaves no temporary behind
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=work_dir)
         if info.st_nlink > 1 and linked is None:
             held = os.dup(work_dir)
             self._held.append(held)
             self.links[info.st_ino] = (held, name)
         self.result.written += 1
         self.result.changed.append(relative)
+
+    def _put_file(self, upper_dir: int, work_dir: int, name: str, temp: str,
+                  info: os.stat_result) -> None:
+        """Copy the regular file `name` of the upper to the new entry `temp`."""
+        src = self._open_upper(upper_dir, name, os.O_RDONLY | os.O_CLOEXEC | _O_NOFOLLOW)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _O_NOFOLLOW
+            dst = os.open(temp, flags, 0o600, dir_fd=work_dir)
+            try:
+                self._copy(src, dst, info.st_size)
+                self._finish_entry(dst, work_dir, temp, info)
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
 
     def apply_dir(self, upper_dir: int, work_dir: int, prefix: str) -> None:
         """Apply the upper directory `upper_dir` onto the workspace directory `work_dir`."""

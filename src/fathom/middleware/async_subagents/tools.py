@@ -43,7 +43,7 @@ from fathom.middleware.async_subagents.transport import (
     status_code,
 )
 from fathom.middleware.subagents import fork_messages
-from fathom.tool_answers import exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, exception_text, tool_error
 from fathom.tracing.settings import trace_metadata
 
 __all__ = [
@@ -517,11 +517,19 @@ class TaskTracker:
         spec = self.specs.get(task["agent_name"])
         if spec is None:
             return None
-        try:
-            run, thread = await asyncio.wait_for(observe(self.clients.get(spec), task), timeout)
-        except Exception:  # boundary: a refresh before a model call never fails the run
-            logger.warning("reading the status of task %s failed", task["task_id"], exc_info=True)
+
+        async def read() -> tuple[dict[str, Any], dict[str, Any] | None]:
+            return await asyncio.wait_for(observe(self.clients.get(spec), task), timeout)
+
+        # the server may host the subagent in process and raise anything through the SDK:
+        # a refresh (before a model call, or for a tool) is a boundary that never fails
+        # the run
+        found = await aattempt(read(), f"reading the status of task {task['task_id']}")
+        if isinstance(found, Failure):
+            logger.warning("reading the status of task %s failed", task["task_id"],
+                           exc_info=found.error)  # fmt: skip
             return None
+        run, thread = found
         return task_status(run, thread), str(run.get("run_id", task["run_id"])), run, thread
 
     async def list(self, runtime: ToolRuntime, status_filter: str | None = None) -> Any:

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
@@ -52,11 +50,9 @@ from fathom.middleware.code_interpreter.schema import (
     parse_answer,
     schema_instruction,
 )
-from fathom.tool_answers import exception_text
+from fathom.tool_answers import Failure, aattempt, exception_text
 
 __all__ = ["EvalContext", "build_driver", "current_eval"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -280,7 +276,8 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
             if schema:
                 description += schema_instruction(schema)
             prepared = ctx.subagents._prepare(runtime, description, kind)
-            try:
+
+            async def run() -> tuple[Any, dict[str, Any]]:
                 if not isinstance(prepared, tuple):
                     raise ValueError(str(prepared.content))
                 spec, payload, sub_config = prepared
@@ -288,17 +285,20 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
                 command = ctx.subagents._finish(runtime, spec, result)
                 update = {k: v for k, v in (command.update or {}).items() if k != "messages"}
                 answer = command.update["messages"][0].content
-                value = parse_answer(answer, schema) if schema else answer
-            except GraphBubbleUp:
-                raise
-            except Exception as error:  # boundary: a subagent's failure is raised in the code
-                logger.debug("subagent %r failed for the code interpreter", kind, exc_info=True)
+                return (parse_answer(answer, schema) if schema else answer), update
+
+            # the subagent's run is a boundary: its failure (logged by `aattempt`) is raised
+            # in the code, and an interrupt goes on up
+            outcome = await aattempt(run(), f"subagent {kind!r} for the code interpreter")
+            if isinstance(outcome, Failure):
+                error = outcome.error
                 schema_error = isinstance(error, ResponseSchemaError)
                 kind_name = "ValueError" if schema_error else "RuntimeError"
                 message = (str(error) if schema_error
                            else f"subagent {kind!r} failed: {exception_text(error)}")
                 subagent_event(ctx.writer, "error", **event, error=message)
                 return {"results": {cid: exception_result(kind_name, message)}}
+            value, update = outcome
             subagent_event(ctx.writer, "complete", **event)
             return {"results": {cid: {"return_value": plain(value)}}, "updates": update}
 

@@ -41,7 +41,7 @@ from fathom.middleware.context.history import (
     messages_of,
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.tool_answers import exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
 
 __all__ = [
     "COMPACT_PROMPT",
@@ -256,19 +256,17 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
             return prepared
         event, conversation, cutoff, session_id = prepared
         s = self._summarization
+
+        def compact() -> tuple[list[AnyMessage], str, str | None]:
+            backend = s._backend_for(runtime)
+            summarized, _ = s._partition_messages(conversation, cutoff)
+            summarized, _failed = s._offload_inline_media(backend, summarized)
+            summary = s._create_summary(summarized)
+            return summarized, summary, s._offload_to_backend(backend, summarized, session_id)
+
         with s._collecting_files() as files:
-            try:
-                backend = s._backend_for(runtime)
-                summarized, _ = s._partition_messages(conversation, cutoff)
-                summarized, _failed = s._offload_inline_media(backend, summarized)
-                summary = s._create_summary(summarized)
-                path = s._offload_to_backend(backend, summarized, session_id)
-            except Exception as error:  # the tool answers; the run goes on
-                logger.exception("compact_conversation failed")
-                return self._compact_error(runtime.tool_call_id or "", error)
-        return self._build_compact_result(
-            runtime, summarized, summary, path, event, cutoff, session_id, files
-        )
+            done = attempt(compact, COMPACT_TOOL)
+        return self._compacted(runtime, done, event, cutoff, session_id, files)
 
     async def _arun_compact(self, runtime: Any) -> Command:
         """Async `_run_compact`."""
@@ -279,16 +277,29 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
             return prepared
         event, conversation, cutoff, session_id = prepared
         s = self._summarization
+
+        async def compact() -> tuple[list[AnyMessage], str, str | None]:
+            backend = s._backend_for(runtime)
+            summarized, _ = s._partition_messages(conversation, cutoff)
+            summarized, _failed = await s._aoffload_inline_media(backend, summarized)
+            summary = await s._acreate_summary(summarized)
+            return summarized, summary, await s._aoffload_to_backend(backend, summarized,
+                                                                      session_id)  # fmt: skip
+
         with s._collecting_files() as files:
-            try:
-                backend = s._backend_for(runtime)
-                summarized, _ = s._partition_messages(conversation, cutoff)
-                summarized, _failed = await s._aoffload_inline_media(backend, summarized)
-                summary = await s._acreate_summary(summarized)
-                path = await s._aoffload_to_backend(backend, summarized, session_id)
-            except Exception as error:  # the tool answers; the run goes on
-                logger.exception("compact_conversation failed")
-                return self._compact_error(runtime.tool_call_id or "", error)
+            done = await aattempt(compact(), COMPACT_TOOL)
+        return self._compacted(runtime, done, event, cutoff, session_id, files)
+
+    def _compacted(self, runtime: Any,
+                   done: tuple[list[AnyMessage], str, str | None] | Failure, event: Any,
+                   cutoff: int, session_id: str, files: dict[str, Any]) -> Command:  # fmt: skip
+        """The tool's answer: the compaction made, or its failure (the summary's model and
+        the backend are the caller's: the compaction is a tool-call boundary, and the run
+        goes on)."""
+        if isinstance(done, Failure):
+            logger.error("compact_conversation failed", exc_info=done.error)
+            return self._compact_error(runtime.tool_call_id or "", done.error)
+        summarized, summary, path = done
         return self._build_compact_result(
             runtime, summarized, summary, path, event, cutoff, session_id, files
         )

@@ -10,7 +10,8 @@ written becomes the text `<image error="failed_to_offload" />`, so the archive s
 that something was there. These are the entries the reference's archive holds.
 
 Owns the detection, decoding and rewriting of the blocks and the upload plan (`offload`,
-for `fathom.backends.protocol.drive` / `adrive`). Imports only `fathom.backends`.
+for `fathom.backends.protocol.drive` / `adrive`). Imports only `fathom.backends` and
+`fathom.tool_answers`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fathom.backends.protocol import Plan, call
+from fathom.tool_answers import Failure, aattempt, attempt
 
 __all__ = [
     "FAILED_PLACEHOLDER",
@@ -42,23 +44,25 @@ FAILED_PLACEHOLDER = '<image error="failed_to_offload" />'
 
 
 class Guarded:
-    """A backend whose calls hand back the exception they raise instead of raising it, so
-    a plan can answer a failed write (the archive is given up, the run goes on)."""
+    """A backend whose calls hand back the `Failure` they raise instead of raising it, so
+    a plan can answer a failed write (the archive is given up, the run goes on).
+
+    The backend may be the caller's own, which may raise anything: each call is a
+    boundary (`fathom.tool_answers.attempt`, which logs the failure), and the plan that
+    reads a `Failure` says what was given up.
+    """
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
 
     def _sync(self, name: str, *args: Any) -> Any:
-        try:
-            return getattr(self.backend, name)(*args)
-        except Exception as error:  # a backend's own failure: reported, never raised
-            return error
+        return attempt(lambda: getattr(self.backend, name)(*args), f"the backend's {name}")
 
     async def _async(self, name: str, *args: Any) -> Any:
-        try:
+        async def run() -> Any:
             return await getattr(self.backend, name)(*args)
-        except Exception as error:  # a backend's own failure: reported, never raised
-            return error
+
+        return await aattempt(run(), f"the backend's {name}")
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> Any:
         return self._sync("upload_files", files)
@@ -182,7 +186,7 @@ def offload(
             if key not in saved and key not in failed:
                 path = f"{media_dir}/{key}.{extension}"
                 answer = yield call(guarded, "upload_files", [(path, raw)])
-                error = str(answer) if isinstance(answer, Exception) else upload_error(answer)
+                error = str(answer.error) if isinstance(answer, Failure) else upload_error(answer)
                 if error is None:
                     saved[key] = path
                     files.update(getattr(answer, "files_update", None) or {})

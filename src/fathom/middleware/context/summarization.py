@@ -131,6 +131,7 @@ from fathom.middleware.context.offload import (
 from fathom.middleware.context.offload import BATCH_OFFLOAD_CHARS as BATCH_OFFLOAD_CHARS
 from fathom.middleware.context.offload import PREVIEW_LINES as PREVIEW_LINES
 from fathom.models import resolve_model
+from fathom.tool_answers import Failure
 
 __all__ = [
     "ARCHIVE_DIR",
@@ -376,6 +377,22 @@ def render(messages: Sequence[Any]) -> str:
     return get_buffer_string(shown, format="xml")
 
 
+def _archived_text(answer: Any) -> str:
+    """The archive's text so far, from a one-file `download_files` answer: empty when
+    there is none (no such file yet, a failed download, an answer in another shape, bytes
+    that are not UTF-8)."""
+    if isinstance(answer, Failure) or not isinstance(answer, Sequence) or not answer:
+        return ""
+    first = answer[0]
+    content = getattr(first, "content", None)
+    if content is None or getattr(first, "error", None) is not None:
+        return ""
+    try:
+        return bytes(content).decode("utf-8")
+    except (TypeError, ValueError):  # not bytes, or not UTF-8 (UnicodeDecodeError)
+        return ""
+
+
 class _RestOfCall:
     """The rest of a model call (`handler`) as a plan step, `call(rest, "run", request)`:
     run with `SUMMARIZING` set, and a context overflow handed back as the error itself."""
@@ -390,9 +407,11 @@ class _RestOfCall:
         token = SUMMARIZING.set(True)
         try:
             yield caught
-        except Exception as error:  # a provider's error: the plan answers an overflow
+        except Exception as error:  # boundary: the model call; re-raised unless an overflow
             if not is_context_overflow(error):
                 raise
+            logger.info("a model call overflowed the context window (%s): offloading or "
+                        "summarizing, then calling again", type(error).__name__)  # fmt: skip
             caught.append(error)
         finally:
             SUMMARIZING.reset(token)
@@ -873,19 +892,16 @@ class SummarizationMiddleware(AgentMiddleware):
         stamp = datetime.now(UTC).isoformat()
         section = f"## Summarized at {stamp}\n\n{render(kept)}\n\n"
         guarded = media.Guarded(backend)
-        existing = ""
         answer = yield step(guarded, "download_files", [path])
-        try:
-            first = answer[0]
-            if first.content is not None and first.error is None:
-                existing = bytes(first.content).decode("utf-8")
-        except Exception:  # no such file yet, or an answer in another shape
-            existing = ""
+        if isinstance(answer, Failure):
+            logger.warning("The archive %s could not be read (%s); it is written anew",
+                           path, answer.error)  # fmt: skip
+        existing = _archived_text(answer)
         if existing:
             written = yield step(guarded, "edit", path, existing, existing + section)
         else:
             written = yield step(guarded, "write", path, section)
-        error = written if isinstance(written, Exception) else getattr(written, "error", None)
+        error = written.error if isinstance(written, Failure) else getattr(written, "error", None)
         if written is None or error:
             logger.warning(
                 "The summarized messages (%d) could not be archived to %s: %s",

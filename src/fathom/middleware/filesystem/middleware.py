@@ -35,7 +35,6 @@ from langchain.tools import ToolRuntime
 from langchain_core._api.deprecation import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
@@ -95,7 +94,7 @@ from fathom.middleware.permissions import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData, FilesState, FilesystemState
-from fathom.tool_answers import tool_answer, tool_error
+from fathom.tool_answers import Failure, attempt, tool_answer, tool_error
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
@@ -425,6 +424,9 @@ def _timed_out() -> _StepFailed:
     )
 
 
+_GLOB = "the backend's glob"
+
+
 def _glob_failed(error: BaseException) -> _StepFailed:
     return _StepFailed(f"Error: glob failed: {error}")
 
@@ -461,22 +463,16 @@ def _timed_step(step: Call) -> Any:
         finally:
             _glob_slots.release()
 
-    try:
+    with contextlib.ExitStack() as undo:
+        undo.callback(_glob_slots.release)  # a call that never starts frees its slot
         future = _pool().submit(work)
-    except BaseException:
-        _glob_slots.release()
-        raise
+        undo.pop_all()  # submitted: `work` frees it when it ends
     done, _ = concurrent.futures.wait([future], timeout=_glob_timeout())
     if not done:
         if future.cancel():
             _glob_slots.release()
         return _timed_out()
-    try:
-        return future.result()
-    except (NotImplementedError, GraphBubbleUp):
-        raise
-    except Exception as error:  # boundary: a failing backend is the glob's answer
-        return _glob_failed(error)
+    return _glob_answer(attempt(future.result, _GLOB))
 
 
 def _discard(task: asyncio.Future[Any]) -> None:
@@ -492,12 +488,19 @@ async def _atimed_step(step: Call) -> Any:
         task.add_done_callback(_discard)
         task.cancel()
         return _timed_out()
-    try:
-        return task.result()
-    except (NotImplementedError, GraphBubbleUp):
-        raise
-    except Exception as error:  # boundary: as in `_timed_step`
-        return _glob_failed(error)
+    return _glob_answer(attempt(task.result, _GLOB))
+
+
+def _glob_answer(outcome: Any) -> Any:
+    """The answer of a finished `glob` call: its result, or its failure as the glob's
+    answer. The backend may be the caller's own and raise anything, so the call is a
+    boundary (`attempt` catches and logs); a missing operation (`NotImplementedError`) is
+    raised again for `drive`, which hands it to the plan."""
+    if not isinstance(outcome, Failure):
+        return outcome
+    if isinstance(outcome.error, NotImplementedError):
+        raise outcome.error
+    return _glob_failed(outcome.error)
 
 
 def _build_tools(middleware: FilesystemMiddleware) -> list[BaseTool]:

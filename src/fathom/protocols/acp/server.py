@@ -310,11 +310,11 @@ class FathomACPAgent:
         loaded = await load_mcp_tools(mcp_servers)
         session.mcp, session.mcp_tools = loaded, loaded.tools
         session.notices = list(loaded.problems)
-        try:
+        async with contextlib.AsyncExitStack() as on_failure:
+            # cleanup: a session that fails to build closes its MCP servers (re-raised)
+            on_failure.push_async_callback(loaded.aclose)
             await self._rebuild(session, model=record.model or None)
-        except BaseException:  # boundary (cleanup): the MCP servers are closed; re-raised
-            await loaded.aclose()
-            raise
+            on_failure.pop_all()  # built: the session owns them now
         return session
 
     async def _close(self, session: _Session) -> None:

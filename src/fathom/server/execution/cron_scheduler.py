@@ -67,7 +67,7 @@ class CronScheduler:
             except ApiError as refused:  # the run was refused (its thread is gone...): final
                 logger.warning("cron %s: the run of its tick %s was refused: %s",
                                firing.cron.get("cron_id"), firing.due, refused.detail)  # fmt: skip
-            except Exception:  # a boundary: kept for `reclaim`, the other crons still fire
+            except Exception:  # boundary (a firing): kept for `reclaim`, the other crons fire
                 logger.exception("cron %s: could not start the run of its tick %s; it is "
                                  "retried", firing.cron.get("cron_id"), firing.due)  # fmt: skip
                 continue
@@ -78,6 +78,6 @@ class CronScheduler:
         while True:
             try:
                 await self.tick()
-            except Exception:  # the storage is away: the next tick tries again
+            except Exception:  # boundary (background loop): storage away, the next tick tries
                 logger.exception("cron scheduler tick failed")
             await asyncio.sleep(self.poll_seconds)

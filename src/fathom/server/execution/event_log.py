@@ -96,15 +96,19 @@ class EventLog:
                 )
                 for (thread_id, run_id), events in batch.items()
             ]
-            try:
+            with contextlib.ExitStack() as on_failure:
+                # cleanup: a failed write keeps the batch, in order, for the next one (the
+                # failure goes on up)
+                on_failure.callback(self._requeue, batch)
                 await self.store.abatch(ops)
-            except BaseException:
-                for key, events in batch.items():  # kept, in order, for the next write
-                    self._pending[key] = events + self._pending.get(key, [])
-                raise
+                on_failure.pop_all()
         if self.on_stored is not None:
             for (_, run_id), events in batch.items():
                 self.on_stored(run_id, events[-1][0] + 1)
+
+    def _requeue(self, batch: dict[tuple[str, str], list[tuple[int, str, bytes]]]) -> None:
+        for key, events in batch.items():
+            self._pending[key] = events + self._pending.get(key, [])
 
     async def read(self, thread_id: str, run_id: str) -> list[tuple[str, bytes]]:
         """Every stored event of the run, in order (empty when none is stored)."""

@@ -83,6 +83,16 @@ _ACTIVE = ("pending", "running")
 _FINISHED: Any = object()  # a resumed run whose graph had already finished: only record it
 
 
+@contextlib.contextmanager
+def _logged(what: str, *args: object) -> Iterator[None]:
+    """Run the body as a cleanup of a run's end: its failure (the storage's, the store's,
+    the checkpointer's) is logged as `what % args`, and the rest of the cleanup goes on."""
+    try:
+        yield
+    except Exception:  # boundary (cleanup): the run's stream and slot are released anyway
+        logger.exception(what, *args)
+
+
 def _thread_config(thread_id: str) -> RunnableConfig:
     return RunnableConfig(configurable={"thread_id": thread_id, "checkpoint_ns": ""})
 
@@ -598,33 +608,32 @@ class RunManager:
             self._forget(run_id, thread_id)
             return
         try:
-            if status == "rollback":
-                await self._rollback(graph, run_id, thread_id, before)
-                await self.records.delete_run(run_id)
-            else:
-                run["status"] = status
-            if end is not None and end.finished and error is None:
-                # Ran to its end: the stream's last values are the thread's, nothing is next.
-                self._outputs.keep(run_id, to_jsonable(end.values))
-                waiting = False
-            else:
-                snap = await self._snapshot(thread_id, run["metadata"]["graph_id"])
-                if error is not None:
-                    self._outputs.keep(run_id, {"__error__": error})
-                elif status != "rollback":
-                    self._outputs.keep(run_id, _output_of(snap))
-                waiting = bool(snap and is_interrupted(snap))
-            await self._update_thread(
-                run,
-                error,
-                waiting,
-                keep_run=status != "rollback",
-                prefix=end.prefix if end is not None else None,
-            )
-            if self.queue is not None:
-                await self.queue.finish(run_id)
-        except Exception:  # boundary (cleanup): the run's stream and slot are released anyway
-            logger.exception("could not record the end of run %s", run_id)
+            with _logged("could not record the end of run %s", run_id):
+                if status == "rollback":
+                    await self._rollback(graph, run_id, thread_id, before)
+                    await self.records.delete_run(run_id)
+                else:
+                    run["status"] = status
+                if end is not None and end.finished and error is None:
+                    # Ran to its end: the stream's last values are the thread's, nothing is next.
+                    self._outputs.keep(run_id, to_jsonable(end.values))
+                    waiting = False
+                else:
+                    snap = await self._snapshot(thread_id, run["metadata"]["graph_id"])
+                    if error is not None:
+                        self._outputs.keep(run_id, {"__error__": error})
+                    elif status != "rollback":
+                        self._outputs.keep(run_id, _output_of(snap))
+                    waiting = bool(snap and is_interrupted(snap))
+                await self._update_thread(
+                    run,
+                    error,
+                    waiting,
+                    keep_run=status != "rollback",
+                    prefix=end.prefix if end is not None else None,
+                )
+                if self.queue is not None:
+                    await self.queue.finish(run_id)
         finally:
             self._forget(run_id, thread_id)
         if webhook := run["kwargs"].get("webhook"):
@@ -638,10 +647,8 @@ class RunManager:
         """Write a resumable run's last events before its stream closes (single server)."""
         if self.event_log is None or not run["kwargs"].get("resumable"):
             return
-        try:
-            await self.event_log.flush()
-        except Exception:  # boundary (cleanup): the listeners still get them from memory
-            logger.exception("could not store the last events of run %s", run["run_id"])
+        with _logged("could not store the last events of run %s", run["run_id"]):
+            await self.event_log.flush()  # on failure the listeners still get them from memory
 
     def _forget(self, run_id: str, thread_id: str) -> None:
         """Drop the run from this server's active runs; its stream stays joinable a while."""
