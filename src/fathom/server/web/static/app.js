@@ -792,7 +792,7 @@ function renderUsage() {
   if (!rows.size) { box.replaceChildren(...lead, el("p", { class: "muted", text: "No model calls yet." })); return; }
   // the server's prompt-cache figures: how much of each request repeated the previous one
   const prefix = (S.thread && S.thread.metadata && S.thread.metadata.fathom_prefix) || {};
-  const sticky = (agent) => {
+  const reuse = (agent) => {
     const entry = prefix[agent] || (agent === threadAssistant() ? prefix["(unnamed agent)"] : null);
     return entry && typeof entry.mean === "number" ? `${(entry.mean * 100).toFixed(1)} %` : "–";
   };
@@ -804,7 +804,7 @@ function renderUsage() {
     el("tbody", {}, [...rows].map(([agent, row]) => el("tr", { "data-agent": agent },
       el("th", { scope: "row", text: agent }), el("td", { text: row.calls }),
       el("td", { text: row.input }), el("td", { text: row.output }),
-      el("td", { class: "sticky", text: sticky(agent) }))))));
+      el("td", { class: "reuse", text: reuse(agent) }))))));
 }
 
 function renderBanner() {
