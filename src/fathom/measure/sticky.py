@@ -310,12 +310,17 @@ def _number(value: float | None, digits: int = 1) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.{digits}f}"
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def format_sticky_card(card: StickyCard) -> str:
     """The card as plain text: the five numbers, the savings and the verdict."""
     idle = format_duration(card.idle_s)
     lines = [
-        f"repeated-request ratio over {card.threads} threads, {card.turns} turns, "
-        f"{card.pairs} adjacent pairs (idle threshold {idle})",
+        f"repeated-request ratio over {_count(card.threads, 'thread')}, "
+        f"{_count(card.turns, 'turn')}, {_count(card.pairs, 'adjacent pair')} "
+        f"(idle threshold {idle})",
         f"  sessions            single-turn {_percent(card.single_turn_share)}, "
         f"P50 {_number(card.p50_turns)} turns, P90 {_number(card.p90_turns)} turns",
         f"  sticky rate         {_percent(card.rate)} ({card.sticky_pairs} of {card.pairs} "
@@ -340,7 +345,8 @@ def format_sticky_card(card: StickyCard) -> str:
         if s.usd_per_day is not None:
             parts.append(f"${s.usd_per_day:,.4f}/day")
         if s.seconds_per_day is not None:
-            parts.append(f"{_number(s.seconds_per_day)} s of model time/day")
+            parts.append(f"{s.seconds_per_day:,.{1 if s.seconds_per_day >= 10 else 3}f} s of "
+                         "model time/day")
         lines.append("  at most             " + ", ".join(parts))
     lines.append(f"  verdict             {card.verdict}")
     return "\n".join(lines)
