@@ -209,5 +209,14 @@ def test_stats_sticky_and_calls_over_the_commands_threads(
     calls = _fathom("calls", "t", "--brief", cwd=project, home=home)  # a prefix of t1
     assert calls.returncode == 0, calls.stderr
     assert calls.stdout.count("── run ") == 2 and "+ human" not in calls.stdout
+    (project / "labels.py").write_text(
+        "def first_word(turn):\n"
+        "    return str(turn.messages[0].text).split()[0]\n", encoding="utf-8")
+    own = _fathom("stats", "sticky", "--label", "labels:first_word", "--json", cwd=project,
+                  home=home)
+    assert own.returncode == 0, own.stderr
+    assert json.loads(own.stdout)["domains"] == {"and": 1, "look": 1}
+    bad = _fathom("stats", "sticky", "--label", "labels", cwd=project, home=home)
+    assert bad.returncode == 2 and "module:function" in bad.stderr
     nothing = _fathom("calls", "zz", cwd=project, home=home)
     assert nothing.returncode == 1 and "is not a thread of this project" in nothing.stderr

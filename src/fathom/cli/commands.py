@@ -222,7 +222,8 @@ def _tasks(ctx: CommandContext, arg: str) -> None:
 
 
 def _calls(ctx: CommandContext, arg: str) -> None:
-    """`/calls [all|RUN]`: the call card of this thread's last turn (or of every turn)."""
+    """`/calls [all]`: the call card of this thread's last turn (all: of every turn; a run's
+    id, or a prefix of it: of that turn)."""
     from fathom.cli.measure import calls_report
 
     records = ctx.session.call_records(ctx.thread_id)
@@ -284,8 +285,8 @@ def _default_commands() -> CommandRegistry:
                 usage="[NAME]"),
         Command("cost", "model calls, tokens and an estimated price of this thread",
                 _session_op("cost", "cost_report", local_only=False)),
-        Command("calls", "the last turn's model calls: caller, messages, tools, tokens, what "
-                "each added (all: every turn; RUN: that one)", _calls, usage="[all|RUN]"),
+        Command("calls", "the last turn's model calls: who, tokens, what each added (all: "
+                "every turn)", _calls, usage="[all]"),
         Command("expand", "show tool result N in full (no N: the last one)", _expand,
                 usage="[N]"),
         Command("tasks", "this thread's async subagent tasks (TASK: one of them)", _tasks,

@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -348,7 +349,8 @@ def format_sticky_card(card: StickyCard) -> str:
             parts.append(f"{s.seconds_per_day:,.{1 if s.seconds_per_day >= 10 else 3}f} s of "
                          "model time/day")
         lines.append("  at most             " + ", ".join(parts))
-    lines.append(f"  verdict             {card.verdict}")
+    lines.append(textwrap.fill(card.verdict, width=96, initial_indent="  verdict             ",
+                               subsequent_indent=" " * 22))
     return "\n".join(lines)
 
 
