@@ -142,6 +142,18 @@ def test_calls_of_a_servers_thread(server_url: str, server_threads: dict[str, st
     assert missing.returncode == 1 and "was not found" in missing.stderr
 
 
+def test_calls_slash_command_attached_to_a_server(server_url: str,
+                                                  server_threads: dict[str, str]) -> None:
+    from fathom.cli.remote import RemoteSession
+
+    with RemoteSession.connect(server_url, PlainDisplay(io.StringIO())) as session:
+        shown = _slash(session, "/calls", server_threads["short"])
+        every = _slash(session, "/calls all", server_threads["long"])
+    rows = [line.split() for line in shown.splitlines()[3:6]]
+    assert [row[1] for row in rows] == ["desk", "coffee", "desk"]
+    assert every.count("── run ") == 3
+
+
 # --------------------------------------------------------------------------- the command's
 
 
