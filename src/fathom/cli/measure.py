@@ -137,16 +137,19 @@ def _label(args: argparse.Namespace) -> Callable[[TurnView], str | None]:
     if args.label:
         import importlib
 
+        from fathom.cli.startup import project_dir
+
         module, _, name = str(args.label).partition(":")
         if not module or not name:
             raise ValueError(f"--label must be module:function, not {args.label!r}")
-        sys.path.insert(0, ".")  # a module of the project directory
+        folder = str(project_dir(args))
+        sys.path.insert(0, folder)  # a module of the project directory will do
         try:
             function = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as error:
             raise ValueError(f"cannot load --label {args.label}: {error}") from error
         finally:
-            sys.path.remove(".")
+            sys.path.remove(folder)
         return function
     return domain_labeller(_pairs(args.domain, "--domain"))
 

@@ -282,8 +282,11 @@ class CallRecorder(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             found = self._running.pop(run_id, None)
-        if found is None:
-            return
+            if found is not None:
+                self._finish(found, response)
+
+    @staticmethod
+    def _finish(found: tuple[CallRecord, float], response: LLMResult) -> None:
         record, started = found
         record.seconds = time.monotonic() - started
         for generations in response.generations:
@@ -309,10 +312,10 @@ class CallRecorder(BaseCallbackHandler):
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             found = self._running.pop(run_id, None)
-        if found is not None:
-            record, started = found
-            record.seconds = time.monotonic() - started
-            record.error = _cut(f"{type(error).__name__}: {error}")
+            if found is not None:
+                record, started = found
+                record.seconds = time.monotonic() - started
+                record.error = _cut(f"{type(error).__name__}: {error}")
 
     def records(self) -> list[CallRecord]:
         """Copies of the records so far, in the order the calls started."""
