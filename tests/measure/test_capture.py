@@ -1,7 +1,7 @@
 """Call records from a capture of the model API's bodies: Responses and Chat Completions,
 JSONL and HAR, whole and streamed.
 
-`data/cap13_responses.jsonl` is the four round trips of the hand-written subagents demo
+`data/subagent_timeline_responses.jsonl` is the four round trips of the hand-written subagents demo
 (see `test_calls.py`) as a capture addon writes them: one line per round trip, request and
 response bodies only, over the Responses protocol.
 """
@@ -15,7 +15,7 @@ from typing import Any
 from fathom.measure.calls import card_totals, format_call_card
 from fathom.measure.capture import read_capture, records_from_bodies
 
-CAPTURE = Path(__file__).parent / "data" / "cap13_responses.jsonl"
+CAPTURE = Path(__file__).parent / "data" / "subagent_timeline_responses.jsonl"
 NAMES = {"personal-assistant supervisor": "supervisor", "calendar assistant": "calendar"}
 
 
