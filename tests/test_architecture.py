@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "fathom.errors", "fathom.state", "fathom.prompt", "fathom.usage", "fathom.cache_metrics",
         "fathom.tracing", "fathom.testing", "fathom._frontmatter", "fathom._deferred_httpx_cli",
         "fathom._aliases", "fathom._lazy", "fathom.tool_answers", "fathom.call_hooks",
-        "fathom.pricing", "fathom.budget",
+        "fathom.pricing", "fathom.budget", "fathom.measure",
     )),
     ("foundation", ("fathom.backends", "fathom.profiles", "fathom.models", "fathom.hosting")),
     ("capabilities", ("fathom.middleware", "fathom.tools", "fathom.memory")),

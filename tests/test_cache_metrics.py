@@ -1,4 +1,4 @@
-"""The prompt-cache sticky rate: exact figures on hand-built requests, and live on a run."""
+"""The prompt-cache prefix reuse rate: exact figures on hand-built requests, and live on a run."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from fathom import create_deep_agent
 from fathom.cache_metrics import (
     AgentPrefix,
     PrefixRecorder,
+    prefix_reuse_rate,
+    prefix_reuse_rates,
+    prefix_reuse_summary,
     request_pieces,
-    sticky_rate,
-    sticky_rates,
-    sticky_summary,
 )
 from fathom.testing import ScriptedModel, ai, tool_call
 
@@ -66,7 +66,7 @@ def test_an_append_only_sequence_repeats_all_of_each_previous_request() -> None:
     for k in range(4):
         requests.append(request_pieces([SystemMessage("S"), *history], TOOLS))
         history = [*history, AIMessage(f"answer {k}"), HumanMessage(f"next {k}")]
-    assert sticky_rates(requests) == [1.0, 1.0, 1.0]
+    assert prefix_reuse_rates(requests) == [1.0, 1.0, 1.0]
 
 
 def test_a_changed_system_prompt_keeps_only_the_characters_before_the_change() -> None:
@@ -75,13 +75,13 @@ def test_a_changed_system_prompt_keeps_only_the_characters_before_the_change() -
     # `[{"system":"You are agent ` (27 characters) is all they share
     assert _shared(earlier, later) == '[{"system":"You are agent '
     expected = len('[{"system":"You are agent ') / (len(earlier) - len("]}]"))
-    assert sticky_rate(earlier, later) == expected
+    assert prefix_reuse_rate(earlier, later) == expected
     assert expected < 0.15
     # the same requests in pieces give the same figure
     pieces = [request_pieces([SystemMessage(s), *m], TOOLS) for s, m in (
         ("You are agent A; be brief.", [HumanMessage("hello")]),
         ("You are agent B; be brief.", [HumanMessage("hello"), HumanMessage("more")]))]
-    assert sticky_rates(pieces) == [expected]
+    assert prefix_reuse_rates(pieces) == [expected]
 
 
 def test_a_rewritten_message_keeps_the_share_before_it() -> None:
@@ -90,7 +90,7 @@ def test_a_rewritten_message_keeps_the_share_before_it() -> None:
     earlier, later = _joined("S", first), _joined("S", second)
     shared = len(_shared(earlier, later))
     assert earlier[shared:].startswith("long")
-    assert sticky_rate(earlier, later) == shared / (len(earlier) - 3)
+    assert prefix_reuse_rate(earlier, later) == shared / (len(earlier) - 3)
 
 
 def test_the_recorder_measures_each_agent_of_a_run_as_its_requests_show() -> None:
@@ -110,21 +110,21 @@ def test_the_recorder_measures_each_agent_of_a_run_as_its_requests_show() -> Non
     assert list(figures) == ["main", "researcher"]
     for name, model in (("main", main), ("researcher", researcher)):
         canonical = [r.canonical_json() for r in model.requests]
-        assert figures[name].rates == sticky_rates(canonical), name
+        assert figures[name].rates == prefix_reuse_rates(canonical), name
         assert figures[name].requests == len(model.requests)
         assert figures[name].input_chars == sum(len(c) for c in canonical[1:])
         assert figures[name].prefix_chars == sum(
             len(_shared(a, b)) for a, b in itertools.pairwise(canonical))
     assert figures["main"].mean is not None and figures["main"].mean > 0.9
-    summary = sticky_summary(recorder)
+    summary = prefix_reuse_summary(recorder)
     assert "main" in summary and "researcher" in summary
     main_line = next(line for line in summary.splitlines() if line.startswith("main"))
     assert f"{figures['main'].mean:.1%}" in main_line
 
 
 def test_the_summary_says_when_there_is_nothing_to_compare_yet() -> None:
-    assert "(no model requests yet)" in sticky_summary(PrefixRecorder())
-    one = sticky_summary({"solo": AgentPrefix(requests=1)})
+    assert "(no model requests yet)" in prefix_reuse_summary(PrefixRecorder())
+    one = prefix_reuse_summary({"solo": AgentPrefix(requests=1)})
     assert "solo" in one and "-" in one.splitlines()[-1]
 
 
@@ -145,7 +145,7 @@ def test_the_recorder_measures_a_rewritten_request_as_the_recorded_figures_do() 
                                      invocation_params={"tools": TOOLS})
     canonical = ["".join(request_pieces(r, TOOLS)) for r in requests]
     figures = recorder.agents()["main"]
-    assert figures.rates == sticky_rates(canonical)
+    assert figures.rates == prefix_reuse_rates(canonical)
     assert figures.rates[0] == 1.0 and figures.rates[1] < 0.1 and figures.rates[2] < 1.0
     assert figures.input_chars == sum(len(c) for c in canonical[1:])
 
@@ -153,7 +153,7 @@ def test_the_recorder_measures_a_rewritten_request_as_the_recorded_figures_do() 
 def test_the_summary_reads_what_the_server_recorded_in_thread_metadata() -> None:
     metadata = {"main": {"requests": 5, "pairs": 3, "mean": 0.75, "min": 0.25,
                          "cached_share": 0.5, "prefix_chars": 4000}}
-    line = sticky_summary(metadata).splitlines()[-1]
+    line = prefix_reuse_summary(metadata).splitlines()[-1]
     assert line.split() == ["main", "5", "75.0%", "25.0%", "50.0%", "1,000"]
 
 
@@ -166,3 +166,13 @@ def test_a_request_s_head_follows_its_tools_even_after_the_caller_changes_them()
     assert '"lookup"' in first and '"search"' not in first
     assert '"search"' in second and '"lookup"' not in second
     assert json.loads(second)[1] == {"tools": tools}
+
+
+def test_the_old_sticky_names_are_aliases_of_the_prefix_reuse_functions() -> None:
+    import fathom.cache_metrics as metrics
+
+    assert metrics.sticky_rate is prefix_reuse_rate
+    assert metrics.sticky_rates is prefix_reuse_rates
+    assert metrics.sticky_summary is prefix_reuse_summary
+    earlier, later = "abcdef]}]", "abcxyz]}]"
+    assert metrics.sticky_rate(earlier, later) == prefix_reuse_rate(earlier, later) == 0.5

@@ -1,4 +1,4 @@
-"""The prompt-cache "sticky" rate: how much of each model request repeats the previous one.
+"""The prompt-cache prefix reuse rate: how much of each model request repeats the previous one.
 
 Provider prompt caches (Anthropic's cache breakpoints, OpenAI's and DeepSeek's automatic
 prefix caching) serve the part of a request that repeats the start of an earlier request
@@ -6,7 +6,7 @@ from cache. An agent loop gets the most from them when each request extends the 
 one byte for byte; a system prompt or tool list that changes, or rewritten history, cuts
 the cached prefix where the change is.
 
-For each agent, and each of its requests after the first, the sticky rate is the length of
+For each agent, and each of its requests after the first, the prefix reuse rate is the length of
 the common prefix of the request and the agent's previous request, as a share of the
 previous request: 1.0 when the request extends the previous one (an append-only loop),
 about the share before the change when something early changed. Lengths are in characters
@@ -18,9 +18,14 @@ as a share of the later request: what a provider could serve from cache. Token f
 estimates, a token per four characters.
 
 Live: pass a `PrefixRecorder` as a callback (as `fathom.usage.AgentUsage`), then
-`sticky_summary(recorder)`. Recorded: `sticky_rates([r.canonical_json() for r in
+`prefix_reuse_summary(recorder)`. Recorded: `prefix_reuse_rates([r.canonical_json() for r in
 model.requests])`. `fathom serve` records every run this way and adds the figures to the
 thread's `fathom_prefix` metadata (`merge_metadata`), which the web page shows.
+
+This is not the "sticky rate" of the multi-agent patterns' measurements (how often a turn
+stays in its previous turn's domain: `fathom.measure.sticky`). These functions were once
+named `sticky_rate`, `sticky_rates` and `sticky_summary`; those names remain as aliases of
+`prefix_reuse_rate`, `prefix_reuse_rates` and `prefix_reuse_summary`.
 
 Layer: core, the lowest; it must not import any other layer of fathom.
 """
@@ -52,6 +57,9 @@ __all__ = [
     "common_prefix_length",
     "merge_metadata",
     "merged",
+    "prefix_reuse_rate",
+    "prefix_reuse_rates",
+    "prefix_reuse_summary",
     "request_pieces",
     "sticky_rate",
     "sticky_rates",
@@ -174,7 +182,7 @@ def _body_length(pieces: Sequence[str]) -> int:
     return length - len(CLOSING) if pieces and pieces[-1].endswith(CLOSING) else length
 
 
-def sticky_rate(earlier: str | Sequence[str], later: str | Sequence[str]) -> float:
+def prefix_reuse_rate(earlier: str | Sequence[str], later: str | Sequence[str]) -> float:
     """The common prefix of two canonical requests as a share of `earlier` (1.0 = extends it)."""
     a = [earlier] if isinstance(earlier, str) else list(earlier)
     b = [later] if isinstance(later, str) else list(later)
@@ -182,9 +190,10 @@ def sticky_rate(earlier: str | Sequence[str], later: str | Sequence[str]) -> flo
     return min(1.0, _pieces_prefix(a, b) / body) if body > 0 else 1.0
 
 
-def sticky_rates(requests: Sequence[str | Sequence[str]]) -> list[float]:
-    """The sticky rate of each request after the first (one agent's requests, in order)."""
-    return [sticky_rate(a, b) for a, b in itertools.pairwise(requests)]
+def prefix_reuse_rates(requests: Sequence[str | Sequence[str]]) -> list[float]:
+    """The prefix reuse rate of each request after the first (one agent's requests, in
+    order)."""
+    return [prefix_reuse_rate(a, b) for a, b in itertools.pairwise(requests)]
 
 
 @dataclass
@@ -193,7 +202,7 @@ class AgentPrefix:
 
     requests: int = 0
     rates: list[float] = field(default_factory=list)
-    """The sticky rate of each request after the first."""
+    """The prefix reuse rate of each request after the first."""
     prefix_chars: int = 0
     """Characters of all requests after the first that repeat the previous request."""
     input_chars: int = 0
@@ -201,12 +210,12 @@ class AgentPrefix:
 
     @property
     def mean(self) -> float | None:
-        """The mean sticky rate (None before a second request)."""
+        """The mean prefix reuse rate (None before a second request)."""
         return sum(self.rates) / len(self.rates) if self.rates else None
 
     @property
     def minimum(self) -> float | None:
-        """The lowest sticky rate (None before a second request)."""
+        """The lowest prefix reuse rate (None before a second request)."""
         return min(self.rates) if self.rates else None
 
     @property
@@ -233,7 +242,7 @@ def _length(head: str, rendered: Sequence[str]) -> int:
 
 
 class PrefixRecorder(BaseCallbackHandler):
-    """A callback handler that measures each agent's sticky rate as its model calls start.
+    """A callback handler that measures each agent's prefix reuse rate as its calls start.
 
     Requests are told apart by agent with the `lc_agent_name` of the call's metadata (the
     main agent's `name`, or the subagent's). Each request's tools are read from the call's
@@ -321,10 +330,10 @@ def _row(name: str, requests: int, mean: float | None, low: float | None,
             f"{prefix_chars // CHARS_PER_TOKEN:,}")
 
 
-def sticky_summary(
+def prefix_reuse_summary(
     source: PrefixRecorder | Mapping[str, AgentPrefix] | Mapping[str, Mapping[str, Any]],
 ) -> str:
-    """A plain-text table: per agent, requests, mean and lowest sticky rate, cached share.
+    """A plain-text table: per agent, requests, mean and lowest reuse rate, cached share.
 
     `source` is a recorder, its `agents()`, or a thread's `fathom_prefix` metadata (what
     `fathom serve` recorded). An agent with a single request has no rate yet (`-`).
@@ -338,10 +347,10 @@ def sticky_summary(
         else:  # recorded metadata
             rows.append(_row(name, int(a.get("requests", 0)), a.get("mean"), a.get("min"),
                              a.get("cached_share"), int(a.get("prefix_chars", 0))))
-    header = ("agent", "requests", "sticky mean", "sticky min", "cached share", "~tokens reused")
+    header = ("agent", "requests", "reuse mean", "reuse min", "cached share", "~tokens reused")
     width = max(len(header[0]), *(len(r[0]) for r in rows)) if rows else len(header[0])
     line = f"{header[0]:<{width}}  " + "  ".join(header[1:])
-    lines = ["prompt-cache prefix (sticky rate: share of the previous request repeated)",
+    lines = ["prompt-cache prefix (reuse rate: share of the previous request repeated)",
              line, "-" * len(line)]
     for row in rows:
         lines.append(f"{row[0]:<{width}}  " + "  ".join(
@@ -392,3 +401,11 @@ def merge_metadata(
             cached_share=prefix_chars / input_chars if input_chars else None,
         )
     return merged_figures
+
+
+sticky_rate = prefix_reuse_rate
+"""The old name of `prefix_reuse_rate` (kept as an alias)."""
+sticky_rates = prefix_reuse_rates
+"""The old name of `prefix_reuse_rates` (kept as an alias)."""
+sticky_summary = prefix_reuse_summary
+"""The old name of `prefix_reuse_summary` (kept as an alias)."""

@@ -52,8 +52,9 @@ def human_texts(messages: list[BaseMessage]) -> list[str]:
 
 def fathom_env(home: Path, **extra: str) -> dict[str, str]:
     """A clean environment for the command: no provider keys, no FATHOM_MODEL, no proxies,
-    no EDITOR, a private HOME, a UTF-8 locale and a colour terminal (that, like pexpect's
-    pty, does not answer cursor position requests)."""
+    no EDITOR, the caller's PYTHONPATH (a checkout's `src`), a private HOME, a UTF-8 locale
+    and a colour terminal (that, like pexpect's pty, does not answer cursor position
+    requests)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -64,8 +65,9 @@ def fathom_env(home: Path, **extra: str) -> dict[str, str]:
         # for the answer and then print a warning about the terminal.
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
-    if "TMPDIR" in os.environ:
-        env["TMPDIR"] = os.environ["TMPDIR"]
+    for kept in ("TMPDIR", "PYTHONPATH"):  # PYTHONPATH: the command runs the code under test
+        if kept in os.environ:
+            env[kept] = os.environ[kept]
     env.update(extra)
     return env
 

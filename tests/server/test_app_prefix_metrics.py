@@ -1,7 +1,7 @@
 """`fathom serve` keeps each thread's prompt-cache prefix figures in its metadata.
 
-Real app in process, real langgraph-sdk client; the figures must equal the sticky rates
-computed from the scripted model's own record of the requests it received.
+Real app in process, real langgraph-sdk client; the figures must equal the prefix reuse
+rates computed from the scripted model's own record of the requests it received.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 from fathom import create_deep_agent
-from fathom.cache_metrics import PREFIX_METADATA_KEY, sticky_rates
+from fathom.cache_metrics import PREFIX_METADATA_KEY, prefix_reuse_rates
 from fathom.server import create_app, in_process_client
 from fathom.testing import ScriptedModel, ai, tool_call
 
 
-async def test_each_run_adds_its_sticky_rates_to_the_thread_metadata() -> None:
+async def test_each_run_adds_its_prefix_reuse_rates_to_the_thread_metadata() -> None:
     model = ScriptedModel(replies=[
         ai("", tool_call("ls", {"path": "/"})), "nothing there",  # run 1: two requests
         ai("", tool_call("write_todos", {"todos": []})), ai("", tool_call("ls", {"path": "/"})),
@@ -32,7 +32,8 @@ async def test_each_run_adds_its_sticky_rates_to_the_thread_metadata() -> None:
     finally:
         await app.state.fathom.runs.shutdown()
     canonical = [r.canonical_json() for r in model.requests]
-    rates = sticky_rates(canonical[:2]) + sticky_rates(canonical[2:])  # pairs within a run
+    # pairs within a run
+    rates = prefix_reuse_rates(canonical[:2]) + prefix_reuse_rates(canonical[2:])
     entry = figures["main"]
     assert entry["requests"] == 5 and entry["pairs"] == 3
     assert entry["rate_sum"] == pytest.approx(sum(rates), rel=1e-12)

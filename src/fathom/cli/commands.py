@@ -6,7 +6,8 @@ the commands; `//text` sends `/text` as a message.
 
 A handler gets a `CommandContext` (the session, the parsed arguments, the current thread)
 and the text after the command's name. The session is used only through what a session
-attached to a server offers too (`threads`, `setup`, `display`, `db_path`, `pending`);
+attached to a server offers too (`threads`, `setup`, `display`, `db_path`, `pending`,
+`call_records`);
 commands that change local checkpoints or files (/undo, /compact) check
 `supports_local_ops` first (/model shows the model anywhere; switching it is refused
 remotely by `switch_model` itself).
@@ -220,6 +221,23 @@ def _tasks(ctx: CommandContext, arg: str) -> None:
         ctx.say(str(error))
 
 
+def _calls(ctx: CommandContext, arg: str) -> None:
+    """`/calls [all]`: the call card of this thread's last turn (all: of every turn; a run's
+    id, or a prefix of it: of that turn)."""
+    from fathom.cli.measure import calls_report
+
+    records = ctx.session.call_records(ctx.thread_id)
+    if not records:
+        ctx.say("no model calls recorded on this thread yet")
+        return
+    if arg == "all":
+        ctx.say(calls_report(records))
+    elif arg:
+        ctx.say(calls_report(records, run=arg))
+    else:
+        ctx.say(calls_report(records, last=True))
+
+
 def _expand(ctx: CommandContext, arg: str) -> None:
     expand = getattr(ctx.session.display, "expand", None)
     if expand is None:
@@ -267,6 +285,8 @@ def _default_commands() -> CommandRegistry:
                 usage="[NAME]"),
         Command("cost", "model calls, tokens and an estimated price of this thread",
                 _session_op("cost", "cost_report", local_only=False)),
+        Command("calls", "the last turn's model calls: who, tokens, what each added (all: "
+                "every turn)", _calls, usage="[all]"),
         Command("expand", "show tool result N in full (no N: the last one)", _expand,
                 usage="[N]"),
         Command("tasks", "this thread's async subagent tasks (TASK: one of them)", _tasks,

@@ -5,6 +5,10 @@
     fathom run - / cmd | fathom the task from stdin (the whole input is one task)
     fathom --server URL         the same session on a thread of an Agent Protocol server
     fathom threads              list this project's threads
+    fathom stats sticky         the repeated-request ratio over this project's threads (or a
+                                server's, --url): how often a turn stays in its domain
+    fathom calls THREAD         each model call of a thread: caller, messages, tools, tokens
+                                and the new part of the prompt (--url: a server's thread)
     fathom tasks --thread ID    a supervisor thread's async subagent tasks, live from the
                                 server (--open TASK shows one child thread)
     fathom demo [--server]      an offline end-to-end run with a scripted model (--server:
@@ -84,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     threads = commands.add_parser("threads", help="list this project's threads")
     threads.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR")
     _tasks_parser(commands)
+    from fathom.cli.measure import add_calls_parser, add_stats_parser  # standard library only
+
+    add_stats_parser(commands)
+    add_calls_parser(commands)
     demo = commands.add_parser("demo", help="an offline end-to-end run (scripted model)")
     demo.add_argument("--plain", action="store_true", default=argparse.SUPPRESS)
     demo.add_argument("--server", action="store_true",
@@ -334,6 +342,18 @@ def _tasks_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _stats_command(args: argparse.Namespace) -> int:
+    from fathom.cli.measure import stats_command
+
+    return stats_command(args)
+
+
+def _calls_command(args: argparse.Namespace) -> int:
+    from fathom.cli.measure import calls_command
+
+    return calls_command(args)
+
+
 def _demo_command(args: argparse.Namespace) -> int:
     if args.server:
         from fathom.cli.demo_server import run_server_demo
@@ -392,6 +412,8 @@ _COMMANDS: dict[str | None, Callable[[argparse.Namespace], int]] = {
     "run": _run_command,
     "threads": _threads_command,
     "tasks": _tasks_command,
+    "stats": _stats_command,
+    "calls": _calls_command,
     "demo": _demo_command,
     "serve": _serve_command,
     "acp": _acp_command,

@@ -414,6 +414,19 @@ class RemoteSession:
         except REMOTE_ERRORS as error:  # the run may have ended meanwhile
             logger.info("cancelling run %s: %s", run_id, error)
 
+    def call_records(self, thread_id: str) -> list[Any]:
+        """The call records the server kept on the thread (its `fathom_calls` metadata);
+        none when the server cannot be reached (the message says so)."""
+        from fathom.measure.calls import CALLS_METADATA_KEY, records_from_json
+
+        try:
+            thread = self._client.threads.get(thread_id)
+        except REMOTE_ERRORS as error:  # the server went away, or the thread is not there yet
+            self.display.error(_connection_problem(self.setup.server_url, error))
+            return []
+        found = (thread.get("metadata") or {}).get(CALLS_METADATA_KEY)
+        return records_from_json(found if isinstance(found, list) else [])
+
     def pending(self, thread_id: str) -> list[PendingApproval]:
         """Approvals the thread is waiting for, from its state on the server; none when the
         server cannot be reached (the message says so, and the next turn fails the same way)."""

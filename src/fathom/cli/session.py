@@ -12,8 +12,10 @@ same thread is refused with "thread ... is busy" instead of overwriting the firs
 
 Each turn is recorded for `/undo` (`fathom.project.undo`): the checkpoint it started from and
 the pre-images of the files it changed. The calls and tokens of the session's turns add up
-per thread for `/cost`. The operations behind `/undo`, `/compact`, `/model` and `/cost` are
-in `fathom.cli.session_ops`.
+per thread for `/cost`. Every model call is recorded (`fathom.measure.calls.CallRecorder`, one
+per thread for the session, so a turn's first call is compared with the thread's previous
+one) and stored with the thread for `/calls` and `fathom calls`. The operations behind
+`/undo`, `/compact`, `/model` and `/cost` are in `fathom.cli.session_ops`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +34,7 @@ from langchain_core.messages import AIMessage
 
 from fathom.cache_metrics import PrefixRecorder
 from fathom.cli.display import Display, RunStatus
+from fathom.measure.calls import CallRecord, CallRecorder, records_from_json, stored
 from fathom.project.build import AgentSetup, build_agent
 from fathom.project.events import EventTranslator
 from fathom.project.threads import ThreadIndex
@@ -118,7 +122,9 @@ class Session:
         self._runner = asyncio.Runner()
         self._translators: dict[str, EventTranslator] = {}
         self._stopped: set[str] = set()  # threads whose last run was stopped by Ctrl-C
-        self._prefixes: dict[str, PrefixRecorder] = {}  # the sticky rate, per thread
+        self._prefixes: dict[str, PrefixRecorder] = {}  # the prefix reuse rate, per thread
+        self._calls: dict[str, CallRecorder] = {}  # every model call, per thread
+        self._saved_calls: dict[str, int] = {}  # how many of them are in the database
         self.journal = FileJournal(db_path.parent / "undo")
         # a copy of the setup whose backend records into this session's journal (the
         # caller's setup may serve other sessions)
@@ -179,13 +185,30 @@ class Session:
 
     def prefix_recorder(self, thread_id: str) -> PrefixRecorder:
         """What this session's requests on the thread kept of their previous request's prefix
-        (the prompt-cache "sticky" rate that `/cost` shows)."""
+        (the prompt-cache prefix reuse rate that `/cost` shows)."""
         return self._prefixes.setdefault(thread_id, PrefixRecorder())
 
+    def call_recorder(self, thread_id: str) -> CallRecorder:
+        """What this session's model calls on the thread sent and cost (see `/calls`)."""
+        return self._calls.setdefault(thread_id, CallRecorder())
+
+    def call_records(self, thread_id: str) -> list[CallRecord]:
+        """The thread's call records, as stored with it (every session's turns)."""
+        return records_from_json(self.threads.calls(thread_id))
+
+    def _save_calls(self, thread_id: str) -> None:
+        """Store the calls the thread's recorder saw since the last time."""
+        records = self.call_recorder(thread_id).records()
+        done = self._saved_calls.get(thread_id, 0)
+        self.threads.add_calls(thread_id, [stored(r) for r in records[done:]])
+        self._saved_calls[thread_id] = len(records)
+
     def _config(self, thread_id: str, usage: AgentUsage) -> dict[str, Any]:
+        calls = self.call_recorder(thread_id)
+        calls.run_id = uuid.uuid4().hex[:8]  # this turn's
         return {
             "configurable": {"thread_id": thread_id},
-            "callbacks": [usage, self.prefix_recorder(thread_id)],
+            "callbacks": [usage, self.prefix_recorder(thread_id), calls],
             "recursion_limit": RECURSION_LIMIT,
         }
 
@@ -263,6 +286,7 @@ class Session:
                 finally:
                     self.journal.end_turn()
             self.add_usage(thread_id, usage)
+            self._save_calls(thread_id)
             snapshot = await agent.aget_state(state_config)
         values = dict(snapshot.values or {})
         approvals = _pending(snapshot) if status == "done" else []

@@ -318,7 +318,7 @@ def cost_report(session: Any, thread_id: str) -> str:
     out.extend(f"no price for {model}: {price_help(model)}" for model in unpriced)
     out.extend(budget)
     if hasattr(session, "prefix_recorder"):
-        from fathom.cache_metrics import sticky_summary
+        from fathom.cache_metrics import prefix_reuse_summary
 
-        out.extend(["", sticky_summary(session.prefix_recorder(thread_id))])
+        out.extend(["", prefix_reuse_summary(session.prefix_recorder(thread_id))])
     return "\n".join(out)

@@ -3,17 +3,23 @@
 Checkpoints (LangGraph's `AsyncSqliteSaver`) and a small `fathom_threads` table share one
 SQLite file, `<project>/.fathom/threads.sqlite`, or `~/.fathom/threads.sqlite` when the
 project directory cannot be written. The table keeps what `fathom threads` shows: each
-thread's first message, when it started and when it was last used.
+thread's first message, when it started and when it was last used. A second table,
+`fathom_calls`, keeps the call records of each thread's model calls (`fathom.measure.calls`,
+as `stored` trims them) for `fathom calls` and `/calls`.
 """
 
 from __future__ import annotations
 
+import builtins
+import json
 import os
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ThreadIndex", "ThreadInfo", "threads_db_path"]
 
@@ -56,6 +62,10 @@ class ThreadIndex:
                 "CREATE TABLE IF NOT EXISTS fathom_threads ("
                 " thread_id TEXT PRIMARY KEY, title TEXT NOT NULL, created REAL NOT NULL,"
                 " updated REAL NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL)"
+            )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS fathom_calls (thread_id TEXT NOT NULL,"
+                " seq INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (thread_id, seq))"
             )
 
     def _connect(self) -> sqlite3.Connection:
@@ -100,3 +110,26 @@ class ThreadIndex:
         """The most recently used thread, or `None` when there is none."""
         threads = self.list()
         return threads[0] if threads else None
+
+    def add_calls(self, thread_id: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Append call records (JSON-ready dicts) to the thread's, after those it has."""
+        records = builtins.list(records)
+        if not records:
+            return
+        with self._connect() as db:
+            row = db.execute("SELECT COALESCE(MAX(seq), -1) FROM fathom_calls WHERE thread_id = ?",
+                             (thread_id,)).fetchone()
+            start = int(row[0]) + 1
+            db.executemany(
+                "INSERT INTO fathom_calls VALUES (?, ?, ?)",
+                [(thread_id, start + n, json.dumps(record, ensure_ascii=False, default=str))
+                 for n, record in enumerate(records)],
+            )
+
+    def calls(self, thread_id: str) -> builtins.list[dict[str, Any]]:
+        """The thread's call records, oldest first."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT record FROM fathom_calls WHERE thread_id = ? ORDER BY seq", (thread_id,)
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]

@@ -1,7 +1,7 @@
 """The usage panel shows each agent's prompt-cache prefix figure from the thread's metadata.
 
 Real browser (headless Chromium) against a live `fathom serve`; the figure is the mean
-sticky rate the server recorded in the thread's `fathom_prefix` metadata.
+prefix reuse rate the server recorded in the thread's `fathom_prefix` metadata.
 """
 
 from __future__ import annotations
@@ -29,6 +29,6 @@ def test_the_usage_panel_shows_the_prefix_the_agent_kept(page: Any, web_server: 
     assert entry["requests"] == 2 and entry["pairs"] == 1
     shown = f"{entry['mean'] * 100:.1f} %"
     row = page.locator("#usage tr[data-agent='agent']")
-    expect(row.locator("td.sticky")).to_have_text(shown)
+    expect(row.locator("td.reuse")).to_have_text(shown)
     expect(page.locator("#usage thead th").last).to_have_text("Prefix kept")
     assert re.fullmatch(r"\d+\.\d %", shown), agent

@@ -58,6 +58,7 @@ from langgraph.types import StateSnapshot
 
 from fathom.cache_metrics import PREFIX_METADATA_KEY, PrefixRecorder, merge_metadata
 from fathom.hosting.loopback import run_context
+from fathom.measure.calls import CALLS_METADATA_KEY, CallRecord, append_stored
 from fathom.runs import has_unfinished_step
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
@@ -631,6 +632,7 @@ class RunManager:
                     waiting,
                     keep_run=status != "rollback",
                     prefix=end.prefix if end is not None else None,
+                    calls=end.calls if end is not None else None,
                 )
                 if self.queue is not None:
                     await self.queue.finish(run_id)
@@ -697,9 +699,11 @@ class RunManager:
         *,
         keep_run: bool,
         prefix: PrefixRecorder | None = None,
+        calls: list[CallRecord] | None = None,
     ) -> None:
         """Record the thread's status after ``run`` (and the run's record, in the same batch),
-        and add the run's prompt-cache prefix figures to its ``fathom_prefix`` metadata."""
+        add the run's prompt-cache prefix figures to its ``fathom_prefix`` metadata and its
+        model calls to its ``fathom_calls`` (the last ``STORED_CALLS``)."""
         run_id, thread_id = run["run_id"], run["thread_id"]
         thread = await self.records.get_thread(thread_id)
         if thread is None:
@@ -719,6 +723,10 @@ class RunManager:
             metadata[PREFIX_METADATA_KEY] = merge_metadata(
                 metadata.get(PREFIX_METADATA_KEY), prefix
             )
+            thread["metadata"] = metadata
+        if calls:
+            metadata = dict(thread.get("metadata") or {})
+            metadata[CALLS_METADATA_KEY] = append_stored(metadata.get(CALLS_METADATA_KEY), calls)
             thread["metadata"] = metadata
         stamp = now_iso()
         thread["updated_at"] = thread["state_updated_at"] = stamp

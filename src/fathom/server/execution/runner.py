@@ -44,6 +44,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel
 
 from fathom.cache_metrics import PrefixRecorder
+from fathom.measure.calls import CallRecord, CallRecorder
 from fathom.server.auth.run_config import rebuild_identity
 from fathom.tracing.settings import run_span
 
@@ -124,6 +125,8 @@ class RunEnd:
     """Whether the root graph stopped at a pause (an ``__interrupt__`` update)."""
     prefix: PrefixRecorder | None = None
     """The run's prompt-cache prefix figures per agent (set when the stream ends)."""
+    calls: list[CallRecord] | None = None
+    """The run's model calls (``fathom.measure.calls``; set when the stream ends)."""
 
     @property
     def finished(self) -> bool:
@@ -194,15 +197,19 @@ async def stream_run(
     """Invoke ``graph`` for ``run``, emit its stream events, and say how it ended.
 
     Exceptions (and cancellation) propagate. A ``fathom.cache_metrics.PrefixRecorder``
-    measures how much each model request repeats the previous one (``RunEnd.prefix``). With
+    measures how much each model request repeats the previous one (``RunEnd.prefix``), and a
+    ``fathom.measure.calls.CallRecorder`` records every model call (``RunEnd.calls``). With
     tracing on (``fathom.tracing``) the run is a span of its own, the parent of the graph's
     spans.
     """
     graph_id = str((config.get("configurable") or {}).get("graph_id") or "")
     prefix = PrefixRecorder()  # the run's prompt-cache prefix figures, kept on its thread
+    calls = CallRecorder(run_id=str(run["run_id"]))  # its model calls, kept there too
     with run_span(run, graph_id):
-        end = await _stream(graph, run, merge_configs(config, {"callbacks": [prefix]}), emit)
+        end = await _stream(graph, run, merge_configs(config, {"callbacks": [prefix, calls]}),
+                            emit)
     end.prefix = prefix
+    end.calls = calls.records()
     return end
 
 

@@ -2,8 +2,9 @@
 
 - `agent`: a deep agent whose `ScriptedModel` acts on the user's words: `plan` writes todos
   and a file, `delegate` starts two sync `helper` subagents in parallel and one async
-  `worker` task, `slow` waits at a file gate (held by the test, for a reload mid-run),
-  `fail` makes the model call raise; anything else gets a markdown answer.
+  `worker` task, `ask helper` starts one sync `helper`, `slow` waits at a file gate (held by
+  the test, for a reload mid-run), `fail` makes the model call raise; anything else gets a
+  markdown answer.
 - `careful`: the same model, with `write_file` needing approval; `three files` writes three.
 - `fan out` (to `agent`): a tool writes the custom `subagent` events an `eval` writes for the
   dynamic subagents its code starts (one completes, one fails).
@@ -117,6 +118,9 @@ def _main(request: ScriptRequest) -> AIMessage | str:
             tool_call("start_async_task", {"subagent_type": "worker",
                                            "description": "Summarise the log"}),
         )
+    if text == "ask helper":
+        return ai("", tool_call("task", {"subagent_type": "helper",
+                                         "description": "Find the alpha fact"}))
     if text == "three files":
         return ai("", *(tool_call("write_file", {"file_path": f"/{name}.txt",
                                                  "content": f"{name} draft\n"})

@@ -31,6 +31,7 @@ const S = {
   openFile: null,
   abort: null,          // AbortController of the stream being read
   open: new Set(),      // keys of the <details> a person opened (kept across re-renders)
+  callsRun: null,       // the run whose calls the Calls panel shows (null: the last)
 };
 
 // ------------------------------------------------------------------ HTTP
@@ -214,7 +215,7 @@ function renderThreads() {
 }
 
 function resetThreadView() {
-  S.thread = null; S.values = {}; S.interrupts = []; S.run = null; S.joined = null;
+  S.thread = null; S.values = {}; S.interrupts = []; S.run = null; S.joined = null; S.callsRun = null;
   S.streaming.clear(); S.sub.clear(); S.dynamic.clear(); S.usage.clear(); S.asyncLive.clear();
   S.banner = null; S.lastEventId = null; S.seenUpdate = null; S.openFile = null; S.open.clear();
 }
@@ -498,7 +499,7 @@ async function refreshAsyncTasks() {
 // ------------------------------------------------------------------ rendering
 
 function renderAll() {
-  renderMessages(); renderTodos(); renderFiles(); renderAgents(); renderUsage();
+  renderMessages(); renderTodos(); renderFiles(); renderAgents(); renderUsage(); renderCalls();
   renderApprovals(); renderBanner(); renderRunControls(); renderTitle();
 }
 
@@ -792,7 +793,7 @@ function renderUsage() {
   if (!rows.size) { box.replaceChildren(...lead, el("p", { class: "muted", text: "No model calls yet." })); return; }
   // the server's prompt-cache figures: how much of each request repeated the previous one
   const prefix = (S.thread && S.thread.metadata && S.thread.metadata.fathom_prefix) || {};
-  const sticky = (agent) => {
+  const reuse = (agent) => {
     const entry = prefix[agent] || (agent === threadAssistant() ? prefix["(unnamed agent)"] : null);
     return entry && typeof entry.mean === "number" ? `${(entry.mean * 100).toFixed(1)} %` : "–";
   };
@@ -804,7 +805,66 @@ function renderUsage() {
     el("tbody", {}, [...rows].map(([agent, row]) => el("tr", { "data-agent": agent },
       el("th", { scope: "row", text: agent }), el("td", { text: row.calls }),
       el("td", { text: row.input }), el("td", { text: row.output }),
-      el("td", { class: "sticky", text: sticky(agent) }))))));
+      el("td", { class: "reuse", text: reuse(agent) }))))));
+}
+
+// the call card: the server's record of each model call of a run (the `fathom_calls` metadata)
+function callRuns() {
+  const calls = (S.thread && S.thread.metadata && S.thread.metadata.fathom_calls) || [];
+  const runs = [];
+  for (const call of Array.isArray(calls) ? calls : []) {
+    const last = runs[runs.length - 1];
+    if (last && last.id === call.run_id) last.calls.push(call);
+    else runs.push({ id: call.run_id, calls: [call] });
+  }
+  return runs;
+}
+
+function callAnswer(call) {
+  if (call.error) return `error: ${call.error}`;
+  const parts = (call.output_calls || []).map((name) => `→ ${name}`);
+  parts.push(call.output_text ? call.output_text : "(no text)");
+  return parts.join("; ");
+}
+
+function renderCalls() {
+  const box = $("calls");
+  const runs = callRuns();
+  if (!runs.length) { box.replaceChildren(el("p", { class: "muted", text: "No calls recorded yet." })); return; }
+  const chosen = runs.find((r) => r.id === S.callsRun) || runs[runs.length - 1];
+  const picker = el("select", { id: "calls-run", "aria-label": "Run whose calls are shown" },
+    runs.map((run, n) => el("option", { value: run.id || "", text: `run ${n + 1} of ${runs.length} · ${String(run.id || "").slice(0, 8)}` })));
+  picker.value = chosen.id || "";
+  picker.addEventListener("change", () => { S.callsRun = picker.value; renderCalls(); });
+  const count = (n) => Number(n || 0).toLocaleString("en-US");
+  const sum = (key) => chosen.calls.reduce((n, call) => n + (Number(call[key]) || 0), 0);
+  const reasoning = chosen.calls.some((call) => typeof call.reasoning_tokens === "number");
+  const totals = [`${chosen.calls.length} calls`, `${count(sum("input_tokens"))} in`, `${count(sum("output_tokens"))} out`];
+  if (reasoning) totals.push(`${count(sum("reasoning_tokens"))} reasoning`);
+  totals.push(`${count(sum("input_tokens") + sum("output_tokens"))} tokens`);
+  const rows = chosen.calls.map((call, n) => {
+    const details = keepOpen(el("details", { class: `call ${call.kind}`, "data-n": n + 1 }), `calls:${chosen.id}:${n}`);
+    const tokens = `${count(call.input_tokens)} in · ${count(call.output_tokens)} out`
+      + (typeof call.reasoning_tokens === "number" ? ` · ${count(call.reasoning_tokens)} reasoning` : "");
+    details.append(el("summary", {},
+      el("span", { class: "call-n", text: `${n + 1}` }),
+      el("span", { class: "call-caller", text: call.caller }),
+      el("span", { class: "call-kind", text: call.kind }),
+      el("span", { class: "call-msgs", text: `${call.messages} msgs` }),
+      el("span", { class: "call-tokens", text: tokens })));
+    const hidden = (call.new_count || 0) - (call.new || []).length;
+    details.append(
+      el("div", { class: "label", text: `Tools offered (${(call.tools || []).length})` }),
+      el("div", { class: "call-tools", text: (call.tools || []).join(", ") || "none" }),
+      el("div", { class: "label", text: `New in this call (${call.new_count || 0} of ${call.messages} messages)` }),
+      el("ol", { class: "call-new" }, hidden > 0 ? el("li", { class: "muted", text: `… ${hidden} earlier` }) : null,
+        (call.new || []).map((item) => el("li", { "data-kind": item.kind },
+          el("span", { class: "kind", text: item.kind }), " ", item.text))),
+      el("div", { class: "label", text: "Answer" }),
+      el("div", { class: "call-answer", text: callAnswer(call) }));
+    return details;
+  });
+  box.replaceChildren(picker, el("p", { class: "call-totals", text: totals.join(" · ") }), ...rows);
 }
 
 function renderBanner() {
