@@ -28,6 +28,7 @@ from fathom.backends import FilesystemBackend, StateBackend
 from fathom.middleware.summarization import (
     SummarizationMiddleware,
     SummarizationToolMiddleware,
+    compute_summarization_defaults,
     create_summarization_middleware,
     create_summarization_tool_middleware,
 )
@@ -67,6 +68,20 @@ def _archive(result: dict[str, Any]) -> tuple[str, str]:
 
 
 # -- constructor keywords -------------------------------------------------------------------
+
+
+def test_the_defaults_are_shares_of_a_known_window_and_counts_otherwise() -> None:
+    windowed = compute_summarization_defaults(ScriptedModel(profile={"max_input_tokens": 3_000}))
+    assert windowed == {
+        "trigger": ("fraction", 0.85),
+        "keep": ("fraction", 0.10),
+        "truncate_args_settings": {"trigger": ("fraction", 0.85), "keep": ("fraction", 0.10)},
+    }
+    assert compute_summarization_defaults(ScriptedModel()) == {
+        "trigger": ("tokens", 170_000),
+        "keep": ("messages", 6),
+        "truncate_args_settings": {"trigger": ("messages", 20), "keep": ("messages", 20)},
+    }
 
 
 def test_max_tokens_before_summary_is_deprecated_and_sets_the_trigger() -> None:
