@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
@@ -37,13 +37,7 @@ def tool_error(
     `artifact` travels with the message but is never sent to the model (a subagent's
     failure record, for instance).
     """
-    return ToolMessage(
-        content=content,
-        tool_call_id=tool_call_id or "",
-        name=name,
-        status="error",
-        artifact=artifact,
-    )
+    return _message("error", content, tool_call_id, name, artifact)
 
 
 def tool_answer(
@@ -52,12 +46,15 @@ def tool_answer(
     """The successful answer `content` to the tool call `tool_call_id` (of the tool `name`):
     what a tool returns when it is invoked outside a tool node too, where text would stay
     text."""
+    return _message("success", content, tool_call_id, name, artifact)
+
+
+def _message(
+    status: Literal["success", "error"], content: Any, call_id: str | None, name: str | None,
+    artifact: Any,
+) -> ToolMessage:  # fmt: skip
     return ToolMessage(
-        content=content,
-        tool_call_id=tool_call_id or "",
-        name=name,
-        status="success",
-        artifact=artifact,
+        content=content, tool_call_id=call_id or "", name=name, status=status, artifact=artifact
     )
 
 
