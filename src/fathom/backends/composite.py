@@ -19,18 +19,22 @@ from fathom.backends.state import StateBackend
 from fathom.backends.utils import delete_target, invalid_path, normalized, pattern_error
 from fathom.state import FilesUpdate
 
-__all__ = ["CompositeBackend"]
+__all__ = ["CompositeBackend", "route_prefix"]
 
 Child = protocol.BackendProtocol | Callable[[Any], protocol.BackendProtocol]
 
 
-def _route_prefix(prefix: str) -> str:
+def route_prefix(
+    prefix: str, at_root: str = "A route cannot be '/'; that is what `default` is for."
+) -> str:
+    """`prefix` as a route's key (a normalized directory path); `ValueError` for a path
+    that is not usable, and `at_root` for `/`."""
     try:
         normalized = normalize_dir(prefix)
     except PathError as error:
         raise ValueError(f"Route prefix {prefix!r} is not a usable path: {error}") from None
     if normalized == "/":
-        raise ValueError("A route cannot be '/'; that is what `default` is for.")
+        raise ValueError(at_root)
     return normalized
 
 
@@ -66,7 +70,7 @@ class CompositeBackend(protocol.PlannedBackend):
         self.default = protocol.adopt(default)
         normalized: dict[str, Child] = {}
         for prefix, child in routes.items():
-            key = _route_prefix(prefix)
+            key = route_prefix(prefix)
             if key in normalized:
                 raise ValueError(f"Two routes normalise to the same prefix {key!r}.")
             normalized[key] = child.mounted_at(key) if isinstance(child, StateBackend) else child
