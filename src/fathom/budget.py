@@ -45,7 +45,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from fathom.errors import FathomError
 from fathom.pricing import Price, find_price, model_key
-from fathom.usage import UNNAMED_AGENT
+from fathom.usage import UNNAMED_AGENT, AgentTotals
 
 __all__ = [
     "BUDGET_KEY",
@@ -193,25 +193,16 @@ class Budget:
 
 
 @dataclass
-class Spend:
-    """What some model calls added up to."""
+class Spend(AgentTotals):
+    """What some model calls added up to, and what they cost."""
 
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
     usd: float = 0.0
 
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-    def add(self, other: Spend) -> None:
-        """Count `other` into this."""
-        self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.usd += other.usd
+    def add(self, other: AgentTotals) -> None:
+        """Count `other` into this (its cost too, when it is a `Spend`)."""
+        super().add(other)
+        if isinstance(other, Spend):
+            self.usd += other.usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able figures, as the state channel keeps them."""

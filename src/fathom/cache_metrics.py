@@ -38,7 +38,6 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
@@ -48,6 +47,8 @@ from langchain_core.messages import (
     ToolMessage,
     message_chunk_to_message,
 )
+
+from fathom.usage import agent_name
 
 __all__ = [
     "CLOSING",
@@ -73,8 +74,6 @@ CHARS_PER_TOKEN = 4
 
 PREFIX_METADATA_KEY = "fathom_prefix"
 """Thread metadata key holding `PrefixRecorder.as_metadata()` (read by the web page)."""
-
-UNNAMED_AGENT = "(unnamed agent)"
 
 
 def _dumps(value: Any) -> str:
@@ -263,12 +262,10 @@ class PrefixRecorder(BaseCallbackHandler):
         serialized: dict[str, Any],
         messages: list[list[BaseMessage]],
         *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
         invocation_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        name = str((metadata or {}).get("lc_agent_name") or UNNAMED_AGENT)
+        name = agent_name(kwargs.get("metadata"))
         request = list(messages[0]) if messages else []
         tools = (invocation_params or {}).get("tools") or []
         system = None

@@ -7,8 +7,9 @@ builds those answers here (`tool_error`), and an exception caught at a tool-call
 worded here (`exception_text`): a `FathomError` by its own message (written for the reader),
 anything else by its type and message.
 
-Owns: `tool_error`, `tool_answer`, `exception_text`. Layer: core, the lowest; it imports
-nothing of fathom but the error root.
+Owns: `tool_error`, `tool_answer`, `exception_text`, and `tool_of`, which makes the tools
+those answers come from. Layer: core, the lowest; it imports nothing of fathom but the
+error root.
 """
 
 from __future__ import annotations
@@ -16,17 +17,36 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel
 
 from fathom.errors import FathomError
 
-__all__ = ["Failure", "aattempt", "attempt", "exception_text", "tool_answer", "tool_error"]
+__all__ = [
+    "Failure", "aattempt", "attempt", "exception_text", "tool_answer", "tool_error", "tool_of",
+]
 
 R = TypeVar("R")
 logger = logging.getLogger(__name__)
+
+
+def tool_of(
+    name: str,
+    description: str,
+    schema: type[BaseModel],
+    func: Callable[..., Any],
+    coroutine: Callable[..., Awaitable[Any]],
+) -> StructuredTool:
+    """The tool `name` with a sync body (`func`) and an async one (`coroutine`), whose
+    arguments are exactly `schema` (nothing is read from the functions' signatures)."""
+    return StructuredTool.from_function(
+        func=func, coroutine=coroutine, name=name, description=description,
+        args_schema=schema, infer_schema=False,
+    )  # fmt: skip
 
 
 def tool_error(
@@ -37,13 +57,7 @@ def tool_error(
     `artifact` travels with the message but is never sent to the model (a subagent's
     failure record, for instance).
     """
-    return ToolMessage(
-        content=content,
-        tool_call_id=tool_call_id or "",
-        name=name,
-        status="error",
-        artifact=artifact,
-    )
+    return _message("error", content, tool_call_id, name, artifact)
 
 
 def tool_answer(
@@ -52,12 +66,15 @@ def tool_answer(
     """The successful answer `content` to the tool call `tool_call_id` (of the tool `name`):
     what a tool returns when it is invoked outside a tool node too, where text would stay
     text."""
+    return _message("success", content, tool_call_id, name, artifact)
+
+
+def _message(
+    status: Literal["success", "error"], content: Any, call_id: str | None, name: str | None,
+    artifact: Any,
+) -> ToolMessage:  # fmt: skip
     return ToolMessage(
-        content=content,
-        tool_call_id=tool_call_id or "",
-        name=name,
-        status="success",
-        artifact=artifact,
+        content=content, tool_call_id=call_id or "", name=name, status=status, artifact=artifact
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "UNNAMED_AGENT",
     "AgentTotals",
     "AgentUsage",
+    "agent_name",
     "collect_async_usage",
     "task_usage",
 ]
@@ -56,6 +57,11 @@ TASK_USAGE_KEY = "fathom_usage"
 
 UNNAMED_AGENT = "(unnamed agent)"
 """The key for calls made by an agent built without `name=`."""
+
+
+def agent_name(metadata: Mapping[str, Any] | None) -> str:
+    """The agent a model call is counted under: its `lc_agent_name`, else `UNNAMED_AGENT`."""
+    return str((metadata or {}).get("lc_agent_name") or UNNAMED_AGENT)
 
 
 @dataclass
@@ -96,7 +102,7 @@ class AgentUsage(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        name = (metadata or {}).get("lc_agent_name") or UNNAMED_AGENT
+        name = agent_name(metadata)
         with self._lock:
             self._running[run_id] = name
             self._totals.setdefault(name, AgentTotals()).calls += 1

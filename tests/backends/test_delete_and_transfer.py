@@ -332,3 +332,22 @@ def test_reference_names_exist() -> None:
     assert NamespaceFactory is not None
     default = inspect.signature(LocalShellBackend).parameters["timeout"].default
     assert default == DEFAULT_EXECUTE_TIMEOUT == 120
+
+
+@pytest.mark.parametrize("kind", ["state", "store"])
+def test_a_download_answers_an_invalid_path_in_its_place(kind: str) -> None:
+    if kind == "state":
+        backend: Any = state_backend(stored({"/a.bin": BINARY, "/d/x": b"x"}))
+    else:
+        backend = store_backend()
+        backend.upload_files([("/a.bin", BINARY), ("/d/x", b"x")])
+    answers = backend.download_files(["/bad\x00", "/a.bin", "../up", "/d", "/nope"])
+    assert [a.path for a in answers] == ["/bad\x00", "/a.bin", "../up", "/d", "/nope"]
+    assert [a.error for a in answers] == [
+        ErrorKind.INVALID,
+        None,
+        ErrorKind.INVALID,
+        ErrorKind.IS_DIRECTORY,
+        ErrorKind.NOT_FOUND,
+    ]
+    assert answers[1].content == BINARY

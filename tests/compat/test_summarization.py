@@ -28,6 +28,7 @@ from fathom.backends import FilesystemBackend, StateBackend
 from fathom.middleware.summarization import (
     SummarizationMiddleware,
     SummarizationToolMiddleware,
+    compute_summarization_defaults,
     create_summarization_middleware,
     create_summarization_tool_middleware,
 )
@@ -67,6 +68,20 @@ def _archive(result: dict[str, Any]) -> tuple[str, str]:
 
 
 # -- constructor keywords -------------------------------------------------------------------
+
+
+def test_the_defaults_are_shares_of_a_known_window_and_counts_otherwise() -> None:
+    windowed = compute_summarization_defaults(ScriptedModel(profile={"max_input_tokens": 3_000}))
+    assert windowed == {
+        "trigger": ("fraction", 0.85),
+        "keep": ("fraction", 0.10),
+        "truncate_args_settings": {"trigger": ("fraction", 0.85), "keep": ("fraction", 0.10)},
+    }
+    assert compute_summarization_defaults(ScriptedModel()) == {
+        "trigger": ("tokens", 170_000),
+        "keep": ("messages", 6),
+        "truncate_args_settings": {"trigger": ("messages", 20), "keep": ("messages", 20)},
+    }
 
 
 def test_max_tokens_before_summary_is_deprecated_and_sets_the_trigger() -> None:
@@ -394,3 +409,56 @@ def test_a_tool_without_a_model_compacts_at_the_next_model_step() -> None:
     result = agent.invoke(GO)
     assert _compact_answer(result).content.startswith("The conversation will be compacted")
     assert SUMMARY in _shown(model.requests[-1])[0].content
+
+
+class _CountingSummarizer(SummarizationMiddleware):
+    """Overrides the summary hooks, sync and async, as a reference user may."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.calls: list[str] = []
+
+    def _create_summary(self, messages_to_summarize: list[Any]) -> str:
+        self.calls.append("sync")
+        return "OVERRIDDEN-SUMMARY"
+
+    async def _acreate_summary(self, messages_to_summarize: list[Any]) -> str:
+        self.calls.append("async")
+        return "OVERRIDDEN-SUMMARY"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_the_tool_summarizes_with_the_overridden_summary_hook(mode: str) -> None:
+    engine = _CountingSummarizer(
+        model=_summarizer(), backend=StateBackend(), trigger=("messages", 12),
+        keep=("messages", 2),
+    )  # fmt: skip
+    model = _looking_model(3, then=[ai("", tool_call("compact_conversation", {}, id="c"))])
+    agent = create_deep_agent(
+        model=model, tools=[look], middleware=[SummarizationToolMiddleware(engine)]
+    )
+    result = agent.invoke(GO) if mode == "sync" else await agent.ainvoke(GO)
+    assert _compact_answer(result).content.startswith("Conversation compacted.")
+    assert engine.calls == [mode]
+    assert "OVERRIDDEN-SUMMARY" in _shown(model.requests[-1])[0].content
+    _archive(result)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_failing_summary_is_the_tools_answer_and_compacts_nothing(mode: str) -> None:
+    def broken(request: Any) -> Any:
+        raise RuntimeError("summarizer is down")
+
+    engine = SummarizationMiddleware(
+        model=ScriptedModel(policy=broken), backend=StateBackend(), trigger=("messages", 12),
+        keep=("messages", 2),
+    )  # fmt: skip
+    model = _looking_model(3, then=[ai("", tool_call("compact_conversation", {}, id="c"))])
+    agent = create_deep_agent(
+        model=model, tools=[look], middleware=[SummarizationToolMiddleware(engine)]
+    )
+    result = agent.invoke(GO) if mode == "sync" else await agent.ainvoke(GO)
+    answer = _compact_answer(result)
+    assert "Compaction failed" in answer.content and "summarizer is down" in answer.content
+    assert not any(m.additional_kwargs.get("lc_source") for m in _shown(model.requests[-1]))
+    assert result["messages"][-1].content == "done"

@@ -58,6 +58,15 @@ def test_an_image_a_text_only_model_cannot_take_becomes_a_notice() -> None:
     assert kinds(kept) == ["text", "image"]
 
 
+async def test_an_async_run_replaces_the_image_too() -> None:
+    model = ScriptedModel(replies=["I cannot see it"], profile={"image_inputs": False})
+    agent = create_agent(model=model, middleware=[UnsupportedContentMiddleware()])
+
+    await agent.ainvoke({"messages": [image_message()]})
+
+    assert kinds(model.requests[0].messages[-1]) == ["text", "text"]
+
+
 def test_a_model_without_a_profile_gets_the_image() -> None:
     model = ScriptedModel(replies=["a pixel"])
     agent = create_agent(model=model, middleware=[UnsupportedContentMiddleware()])

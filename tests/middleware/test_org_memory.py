@@ -120,5 +120,7 @@ def test_a_route_must_be_a_directory_below_the_root() -> None:
     assert list(organisation_policies(("acme",), route="/org/rules")) == ["/org/rules/"]
     with pytest.raises(ValueError, match="below"):
         organisation_policies(("acme",), route="/")
+    with pytest.raises(ValueError, match="not a usable path"):
+        organisation_policies(("acme",), route="/org/\x00")
     with pytest.raises(ValueError, match="namespace"):
         organisation_policies(("bad*",))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
@@ -19,18 +19,23 @@ from fathom.backends.state import StateBackend
 from fathom.backends.utils import delete_target, invalid_path, normalized, pattern_error
 from fathom.state import FilesUpdate
 
-__all__ = ["CompositeBackend"]
+__all__ = ["CompositeBackend", "route_prefix"]
 
 Child = protocol.BackendProtocol | Callable[[Any], protocol.BackendProtocol]
+_Found = TypeVar("_Found", protocol.GlobResult, protocol.GrepResult)
 
 
-def _route_prefix(prefix: str) -> str:
+def route_prefix(
+    prefix: str, at_root: str = "A route cannot be '/'; that is what `default` is for."
+) -> str:
+    """`prefix` as a route's key (a normalized directory path); `ValueError` for a path
+    that is not usable, and `at_root` for `/`."""
     try:
         normalized = normalize_dir(prefix)
     except PathError as error:
         raise ValueError(f"Route prefix {prefix!r} is not a usable path: {error}") from None
     if normalized == "/":
-        raise ValueError("A route cannot be '/'; that is what `default` is for.")
+        raise ValueError(at_root)
     return normalized
 
 
@@ -66,7 +71,7 @@ class CompositeBackend(protocol.PlannedBackend):
         self.default = protocol.adopt(default)
         normalized: dict[str, Child] = {}
         for prefix, child in routes.items():
-            key = _route_prefix(prefix)
+            key = route_prefix(prefix)
             if key in normalized:
                 raise ValueError(f"Two routes normalise to the same prefix {key!r}.")
             normalized[key] = child.mounted_at(key) if isinstance(child, StateBackend) else child
@@ -209,7 +214,7 @@ class CompositeBackend(protocol.PlannedBackend):
         """The first error of the routed results, with full paths (`NOT_FOUND` is none: a
         route with nothing under the searched path)."""
         for prefix, result in results:
-            if result.error and error_kind(result.error) is not ErrorKind.NOT_FOUND:
+            if _fails(result):
                 return self._outer_error(prefix, result)
         return None
 
@@ -222,9 +227,7 @@ class CompositeBackend(protocol.PlannedBackend):
         reason = None
         if (error := self._route_error(results)) is not None:
             return protocol.GlobResult(error=error)
-        for prefix, result in results:
-            if result.error:
-                continue
+        for prefix, result in _answered(results):
             if result.truncated:
                 truncated = True
                 reason = reason or result.truncation_reason
@@ -303,9 +306,7 @@ class CompositeBackend(protocol.PlannedBackend):
         truncated = False
         if (error := self._route_error(results)) is not None:
             return protocol.GrepResult(error=error)
-        for prefix, result in results:
-            if result.error:
-                continue
+        for prefix, result in _answered(results):
             truncated = truncated or bool(getattr(result, "truncated", False))
             for match in result.matches or []:
                 outer = self._outer(prefix, match["path"])
@@ -570,6 +571,11 @@ class CompositeBackend(protocol.PlannedBackend):
                 "CompositeBackend a default backend that runs commands (a sandbox)."
             )
         return (yield protocol.call(self.default, "execute", command, timeout=timeout))
+
+
+def _answered(results: list[tuple[str, _Found]]) -> list[tuple[str, _Found]]:
+    """The routed results with no error (a merge's input once `_route_error` found none)."""
+    return [(prefix, result) for prefix, result in results if not result.error]
 
 
 def _fails(result: Any) -> bool:

@@ -727,27 +727,32 @@ class OperationFailed(FathomError):
         self.error = error
 
 
-def drive(plan: Plan[R], step: Callable[[Any], Any]) -> R:
-    """Run `plan` with sync steps: each step it yields is answered with `step(op)`. A
-    missing operation (`NotImplementedError`) is raised in the plan, where it yielded."""
-    value: Any = None
-    resume: Callable[[Any], Any] = plan.send
+_Thrown = type[BaseException] | tuple[type[BaseException], ...]
+
+
+def drive(plan: Plan[R], step: Callable[[Any], Any], throw: _Thrown = NotImplementedError) -> R:
+    """Run `plan` with sync steps: each step it yields is answered with `step(op)`. A step's
+    failure of a `throw` type (a missing operation, `NotImplementedError`, by default) is
+    raised in the plan, where it yielded; any other ends the run. The loop is `adrive`'s,
+    run to its end in one `send`: a sync step never suspends it."""
+
+    async def now(op: Any) -> Any:
+        return step(op)
+
+    loop = adrive(plan, now, throw)
     try:
-        while True:
-            try:
-                op = resume(value)
-            except StopIteration as done:
-                return done.value
-            try:
-                value, resume = step(op), plan.send
-            except NotImplementedError as missing:
-                value, resume = missing, plan.throw
+        loop.send(None)
+    except StopIteration as done:
+        return done.value
     finally:
-        plan.close()
+        loop.close()
+    raise AssertionError("drive: a sync step suspended the plan")  # pragma: no cover
 
 
-async def adrive(plan: Plan[R], step: Callable[[Any], Any]) -> R:
-    """`drive` with async steps: each answer is `await step(op)`."""
+async def adrive(
+    plan: Plan[R], step: Callable[[Any], Any], throw: _Thrown = NotImplementedError
+) -> R:
+    """Run `plan` with async steps: each answer is `await step(op)` (see `drive`)."""
     value: Any = None
     resume: Callable[[Any], Any] = plan.send
     try:
@@ -758,8 +763,8 @@ async def adrive(plan: Plan[R], step: Callable[[Any], Any]) -> R:
                 return done.value
             try:
                 value, resume = await step(op), plan.send
-            except NotImplementedError as missing:
-                value, resume = missing, plan.throw
+            except throw as failure:
+                value, resume = failure, plan.throw
     finally:
         plan.close()
 

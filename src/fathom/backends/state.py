@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Self, cast
 
@@ -38,6 +38,7 @@ __all__ = [
     "file_info",
     "files_under",
     "plan_uploads",
+    "valid_downloads",
 ]
 
 
@@ -349,17 +350,24 @@ def plan_uploads(
     return responses, update
 
 
+def valid_downloads(
+    paths: list[str], responses: list[protocol.FileDownloadResponse]
+) -> Iterator[tuple[str, str]]:
+    """`(path as given, normalized path)` of each of `paths` that is a valid path; each
+    other is answered in `responses` (`ErrorKind.INVALID`) as the iteration reaches it."""
+    for raw in paths:
+        try:
+            yield raw, normalize_path(raw)
+        except PathError:
+            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
+
+
 def download_from(
     files: Mapping[str, FileData], paths: list[str]
 ) -> list[protocol.FileDownloadResponse]:
     """`download_files` over a mapping of stored files."""
     responses: list[protocol.FileDownloadResponse] = []
-    for raw in paths:
-        try:
-            path = normalize_path(raw)
-        except PathError:
-            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
-            continue
+    for raw, path in valid_downloads(paths, responses):
         data = files.get(path)
         if data is not None:
             responses.append(protocol.FileDownloadResponse(path=raw, content=file_bytes(data)))

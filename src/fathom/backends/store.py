@@ -30,7 +30,13 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp
 from fathom.backends import protocol
 from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
-from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
+from fathom.backends.state import (
+    StateBackend,
+    download_from,
+    files_under,
+    plan_uploads,
+    valid_downloads,
+)
 from fathom.backends.store_cas import Expected, aconditional_put, conditional_put
 from fathom.backends.utils import delete_target, file_bytes, normalized
 from fathom.backends.versions import KeyLocks
@@ -506,12 +512,7 @@ def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[protocol.FileDo
     """The bytes of each path; the namespace is listed only to tell a directory apart."""
     responses: list[protocol.FileDownloadResponse] = []
     listing: _Listing | None = None
-    for raw in paths:
-        try:
-            path = normalize_path(raw)
-        except PathError:
-            responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
-            continue
+    for raw, path in valid_downloads(paths, responses):
         item: Item | None = None if path == "/" else (yield _Get(path))
         if item is not None:
             data = _file_data(item)

@@ -35,7 +35,7 @@ from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime, ServerInfo
 from langgraph.store.base import BaseStore
@@ -52,7 +52,7 @@ from fathom.memory.records import (
     truncated,
 )
 from fathom.memory.stores import aindex_for_store, index_for_store
-from fathom.tool_answers import Failure, aattempt, attempt, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, tool_error, tool_of
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -284,13 +284,8 @@ def _search_tool(settings: _Settings) -> BaseTool:
         limit=settings.limit,
         max_limit=settings.max_limit,
     )
-    return StructuredTool.from_function(
-        func=search,
-        coroutine=asearch,
-        name=SEARCH_CONVERSATIONS_TOOL,
-        description=description,
-        args_schema=SearchConversationsInput,
-    )
+    schema = SearchConversationsInput
+    return tool_of(SEARCH_CONVERSATIONS_TOOL, description, schema, search, asearch)
 
 
 class ConversationSearchMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):

@@ -18,7 +18,7 @@ from typing import Any
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
@@ -33,7 +33,7 @@ from fathom.backends.utils import positive_seconds
 from fathom.middleware.context.summarization import OFFLOAD_DIR, artifacts_dir
 from fathom.middleware.filesystem.answers import error_message
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.tool_answers import Failure, aattempt, attempt
+from fathom.tool_answers import Failure, aattempt, attempt, tool_of
 
 __all__ = [
     "EXECUTE_DESCRIPTION",
@@ -233,14 +233,7 @@ def _build_tool(middleware: ExecuteMiddleware) -> BaseTool:
             written = _saved(await aattempt(backend.awrite(path, response.output), _SAVING))
         return _answer(response, runtime, limit, written, path, note)
 
-    return StructuredTool.from_function(
-        name=EXECUTE_TOOL,
-        description=middleware.tool_description,
-        func=execute,
-        coroutine=aexecute,
-        args_schema=ExecuteInput,
-        infer_schema=False,
-    )
+    return tool_of(EXECUTE_TOOL, middleware.tool_description, ExecuteInput, execute, aexecute)
 
 
 _SAVING = "saving a command's output"

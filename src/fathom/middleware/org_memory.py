@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from langgraph.store.base import BaseStore
 
-from fathom.backends._paths import PathError, normalize_dir
+from fathom.backends._paths import normalize_dir
+from fathom.backends.composite import route_prefix
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.policy import BackendPolicy, FileOperation, PolicyBackend
 from fathom.backends.store import NamespaceFactory, StoreBackend
@@ -83,11 +84,6 @@ def organisation_policies(
         ValueError: `route` is not a usable directory path, or is `/`; a `namespace` tuple
             that is not a valid store namespace.
     """
-    try:
-        mount = normalize_dir(route)
-    except PathError as error:
-        raise ValueError(f"route {route!r} is not a usable directory path: {error}") from None
-    if mount == "/":
-        raise ValueError("route must be a directory below `/`, such as '/policies/'")
+    mount = route_prefix(route, "route must be a directory below `/`, such as '/policies/'")
     backend = StoreBackend(namespace=namespace, store=store)
     return {mount: PolicyBackend(backend, [ReadOnlyPolicy(mount, "organisation policy")])}

@@ -13,11 +13,10 @@ from langchain.agents.middleware.todo import Todo, WriteTodosInput
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.tool_answers import tool_error
+from fathom.tool_answers import tool_error, tool_of
 
 __all__ = [
     "PLANNING_PROMPT", "WRITE_TODOS_DESCRIPTION", "WRITE_TODOS_TOOL", "PlanningMiddleware", "Todo",
@@ -110,12 +109,6 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
         # Same schema and state update as LangChain's tool, with a short result: echoing
         # the whole list back would repeat it in every later request of the run.
         self.tools = [
-            StructuredTool.from_function(
-                name=WRITE_TODOS_TOOL,
-                description=tool_description,
-                func=_write_todos,
-                coroutine=_awrite_todos,
-                args_schema=WriteTodosInput,
-                infer_schema=False,
-            )
-        ]
+            tool_of(WRITE_TODOS_TOOL, tool_description, WriteTodosInput, _write_todos,
+                    _awrite_todos)
+        ]  # fmt: skip

@@ -41,7 +41,7 @@ from fathom.middleware.subagent_status import (
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.state import FileData
-from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error, tool_of
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
@@ -420,14 +420,7 @@ def mark_declarative_fork(runnable: Any) -> Any:
 
 
 def _task_tool(description: str, func: Any, coroutine: Any) -> StructuredTool:
-    return StructuredTool.from_function(
-        name=TASK_TOOL,
-        description=description,
-        func=func,
-        coroutine=coroutine,
-        args_schema=TaskInput,
-        infer_schema=False,
-    )
+    return tool_of(TASK_TOOL, description, TaskInput, func, coroutine)
 
 
 def _refuse(description: str, subagent_type: str) -> str:

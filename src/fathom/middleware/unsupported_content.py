@@ -23,17 +23,18 @@ goes to after any middleware that switches models. `create_deep_agent` adds it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ModelRequest,
-    ModelResponse,
     TracePolicy,
     omit_payload,
 )
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+
+from fathom.call_hooks import ModelRequestRewrite
 
 __all__ = ["OPENAI_FILE_MIME_TYPES", "UnsupportedContentMiddleware"]
 
@@ -180,7 +181,7 @@ def _openai_responses_model(model: Any) -> bool:
     )
 
 
-class UnsupportedContentMiddleware(AgentMiddleware):
+class UnsupportedContentMiddleware(ModelRequestRewrite, AgentMiddleware):
     """Replaces the content blocks a request's model cannot take with a text notice.
 
     Takes no arguments. Every model request's user and tool messages are checked against
@@ -254,16 +255,6 @@ class UnsupportedContentMiddleware(AgentMiddleware):
                 messages.append(message)
         return request.override(messages=messages) if changed else request
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Call the model with the blocks it cannot take replaced."""
-        return handler(self._filter_request(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        """Async `wrap_model_call`."""
-        return await handler(self._filter_request(request))
+    def rewrite_model_request(self, request: ModelRequest) -> ModelRequest:
+        """The request with the blocks its model cannot take replaced (sync and async)."""
+        return self._filter_request(request)

@@ -40,7 +40,7 @@ from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Overwrite, Send
@@ -48,6 +48,7 @@ from pydantic import BaseModel, Field, create_model
 
 from fathom.errors import FathomError
 from fathom.models import resolve_model
+from fathom.tool_answers import tool_of
 
 __all__ = [
     "CLASSIFY_NODE",
@@ -596,10 +597,4 @@ def router_tool(
     async def asearch(query: str, config: RunnableConfig) -> str:
         return str((await workflow.ainvoke({"query": query}, config))["final_answer"])
 
-    return StructuredTool.from_function(
-        func=search,
-        coroutine=asearch,
-        name=name,
-        description=description,
-        args_schema=_SearchArgs,
-    )
+    return tool_of(name, description, _SearchArgs, search, asearch)

@@ -44,7 +44,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphInterrupt
 from langgraph.graph.state import CompiledStateGraph
@@ -53,7 +53,7 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
-from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
+from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error, tool_of
 
 __all__ = [
     "DEFAULT_SUPERVISOR_PROMPT",
@@ -261,14 +261,7 @@ def agent_as_tool(
     async def acall(request: str, runtime: ToolRuntime) -> ToolMessage:
         return await runner.arun(runtime, request)
 
-    return StructuredTool.from_function(
-        name=name,
-        description=description,
-        func=call,
-        coroutine=acall,
-        args_schema=_RequestInput,
-        infer_schema=False,
-    )
+    return tool_of(name, description, _RequestInput, call, acall)
 
 
 def _check_registry(agents: Sequence[Subagent]) -> dict[str, Subagent]:
@@ -339,14 +332,8 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
             return unknown(runtime, agent_name)
         return await runner.arun(runtime, description)
 
-    return StructuredTool.from_function(
-        name=TASK_TOOL,
-        description=(description or TASK_DESCRIPTION).replace("{agents}", listing),
-        func=task,
-        coroutine=atask,
-        args_schema=schema,
-        infer_schema=False,
-    )
+    description = (description or TASK_DESCRIPTION).replace("{agents}", listing)
+    return tool_of(TASK_TOOL, description, schema, task, atask)
 
 
 def create_supervisor(

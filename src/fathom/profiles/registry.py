@@ -82,11 +82,7 @@ def register_harness_profile(
         TypeError: `profile` is none of those.
     """
     validate_key(key)
-    profile = to_harness_profile(profile)
-    with _LOCK:
-        _ensure_plugins()
-        existing = _HARNESS.get(key)
-        _HARNESS[key] = profile if existing is None else merge_profiles(existing, profile)
+    _put(_HARNESS, key, to_harness_profile(profile), merge_profiles)
 
 
 def register_provider_profile(key: str, profile: ProviderProfile | Mapping[str, Any]) -> None:
@@ -100,11 +96,17 @@ def register_provider_profile(key: str, profile: ProviderProfile | Mapping[str, 
         TypeError: `profile` is none of those.
     """
     validate_key(key)
-    profile = to_provider_profile(profile)
+    _put(_PROVIDER, key, to_provider_profile(profile), merge_provider_profiles)
+
+
+def _put(
+    registry: dict[str, _P], key: str, profile: _P, merge: Callable[[_P, _P], _P]
+) -> None:
+    """Put `profile` in `registry` under `key`, merged on the one already there."""
     with _LOCK:
         _ensure_plugins()
-        existing = _PROVIDER.get(key)
-        _PROVIDER[key] = profile if existing is None else merge_provider_profiles(existing, profile)
+        existing = registry.get(key)
+        registry[key] = profile if existing is None else merge(existing, profile)
 
 
 def get_harness_profile(spec: str) -> HarnessProfile | None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 __all__ = ["CancelSafeSqliteSaver"]
@@ -48,23 +47,13 @@ class CancelSafeSqliteSaver(AsyncSqliteSaver):
     """`AsyncSqliteSaver` whose writes are not interrupted between a statement and its
     commit when the task awaiting them is cancelled."""
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await _to_the_end(super().aput(config, checkpoint, metadata, new_versions))
+    # The same arguments as LangGraph's, passed through unchanged.
 
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await _to_the_end(super().aput_writes(config, writes, task_id, task_path))
+    async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+        return await _to_the_end(super().aput(*args, **kwargs))
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+        await _to_the_end(super().aput_writes(*args, **kwargs))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await _to_the_end(super().adelete_thread(thread_id))

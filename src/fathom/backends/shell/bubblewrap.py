@@ -525,21 +525,19 @@ class BubblewrapSandbox(FilesystemBackend):
     def process_limit(self) -> str:
         """How `max_processes` is enforced: `"cgroup"` (per command: this process's or a
         delegated cgroup, or a systemd scope) or `"rlimit"`."""
-        if self._pids is not None or (
-            self._scopes is not None and "pids" in self._scopes.controllers
-        ):
-            return "cgroup"
-        return "rlimit"
+        return self._enforced_by(self._pids, "pids")
 
     @property
     def memory_limit(self) -> str:
         """How `max_memory_mb` is enforced: `"cgroup"` (the whole command's memory) or
         `"rlimit"` (each process's address space, and each tmpfs's size)."""
-        if self._memory is not None or (
-            self._scopes is not None and "memory" in self._scopes.controllers
-        ):
-            return "cgroup"
-        return "rlimit"
+        return self._enforced_by(self._memory, "memory")
+
+    def _enforced_by(self, own: object, controller: str) -> str:
+        """`"cgroup"` when a cgroup of this process (`own`) or a systemd scope has
+        `controller`, else `"rlimit"`."""
+        scoped = self._scopes is not None and controller in self._scopes.controllers
+        return "cgroup" if own is not None or scoped else "rlimit"
 
     @property
     def disk_limit(self) -> str:
@@ -632,6 +630,12 @@ class BubblewrapSandbox(FilesystemBackend):
             "--",
         ]
 
+    def _host_tree(self, workspace: str) -> list[str]:
+        """A privileged stage's mounts: the host's tree, devices usable for the inner
+        `--dev` (plain `--bind` is nodev), a small `/tmp` and the workspace at `workspace`."""
+        return ["--dev-bind", "/", "/", "--size", "65536", "--tmpfs", "/tmp",
+                "--bind", self.root_dir, workspace]  # fmt: skip
+
     def _unprivileged(self, inner: list[str]) -> list[str]:
         """As root: `inner` (a bwrap command line) started as the sandbox user.
 
@@ -643,16 +647,7 @@ class BubblewrapSandbox(FilesystemBackend):
         return [
             self.bwrap,
             "--die-with-parent",
-            "--dev-bind",  # devices stay usable for the inner --dev (plain --bind is nodev)
-            "/",
-            "/",
-            "--size",
-            "65536",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            self.root_dir,
-            _HOLD,
+            *self._host_tree(_HOLD),
             "--",
             *self._drop_to_sandbox_user(),
             *inner,
@@ -679,16 +674,7 @@ class BubblewrapSandbox(FilesystemBackend):
             args += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]
         owner = "{}:{}".format(*self.sandbox_ids) if self._as_root else ""
         args += [
-            "--dev-bind",
-            "/",
-            "/",
-            "--size",
-            "65536",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            self.root_dir,
-            LOWER,
+            *self._host_tree(LOWER),
             "--size",
             str(self.max_disk_mb * _MIB + SLACK_BYTES),
             "--perms",

@@ -87,15 +87,7 @@ class CgroupBase:
     def oom_kills(self, path: str) -> int:
         """How many processes the kernel killed in the child `path` for memory."""
         name = "memory.oom_control" if self.version == 1 else "memory.events"
-        try:
-            with open(os.path.join(path, name), encoding="ascii") as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
+        return _oom_kill_count(os.path.join(path, name))
 
 
 def cgroup_mounts() -> list[tuple[str, str, set[str]]]:
@@ -266,7 +258,11 @@ def find_delegated_v2(controllers: Sequence[str]) -> dict[str, CgroupBase]:
 def oom_kills_v2(cgroup: str) -> int:
     """How many processes the kernel killed for memory in the cgroup v2 `cgroup` (a path
     relative to the hierarchy's root, as `/proc/<pid>/cgroup` gives it)."""
-    path = os.path.join(_V2_ROOT, cgroup.lstrip("/"), "memory.events")
+    return _oom_kill_count(os.path.join(_V2_ROOT, cgroup.lstrip("/"), "memory.events"))
+
+
+def _oom_kill_count(path: str) -> int:
+    """The `oom_kill` count of the memory events file `path`; 0 when it cannot be read."""
     try:
         for line in _read(path).splitlines():
             key, _, value = line.partition(" ")

@@ -11,7 +11,6 @@ inside a subagent pauses and resumes the code.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,8 +35,6 @@ from fathom.prompt import PromptSection, SectionPromptMixin
 from fathom.tool_answers import tool_error
 
 __all__ = ["EVAL_TOOL", "EVAL_TOOL_DESCRIPTION", "CodeInterpreterMiddleware", "require_monty"]
-
-logger = logging.getLogger(__name__)
 
 EVAL_TOOL = "eval"
 """The name of the tool that runs Python code in the sandbox."""

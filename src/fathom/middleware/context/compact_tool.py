@@ -27,8 +27,10 @@ from langchain.agents.middleware.types import AgentMiddleware, ModelRequest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
+from fathom.backends.protocol import Call, Plan, adrive, call, drive, run_call
 from fathom.middleware.context.history import (
     COMPACT_FLAG,
     SUMMARIZATION_EVENT_KEY,
@@ -41,7 +43,7 @@ from fathom.middleware.context.history import (
     messages_of,
 )
 from fathom.prompt import PromptSection, SectionPromptMixin
-from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error
+from fathom.tool_answers import exception_text, tool_error
 
 __all__ = [
     "COMPACT_PROMPT",
@@ -64,6 +66,11 @@ When the conversation has grown long and what came before is no longer needed in
 
 _ELIGIBLE_SHARE = 0.5
 """The tool compacts once the conversation is at this share of the summarization trigger."""
+
+
+async def _asummarizer_call(step: Call) -> Any:
+    """Answer a step `_name(...)` with the summarizer's async twin, `_aname(...)`."""
+    return await getattr(step.backend, "_a" + step.method[1:])(*step.args, **step.kwargs)
 
 
 def _half(value: float) -> int:
@@ -247,8 +254,10 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
             return self._nothing_to_compact(call_id)
         return event, conversation, cutoff, s._get_session_id(state)
 
-    def _run_compact(self, runtime: Any) -> Command:
-        """The tool: summarize the older messages now (see the module docstring)."""
+    def _compact(self, runtime: Any) -> Plan[Command]:
+        """The tool: summarize the older messages now (see the module docstring). Its steps
+        are the summarizer's overridable methods, or their async twins; a failing one is
+        raised here, and answered."""
         if not self._summarizes_here():
             return self._compaction_requested(runtime.tool_call_id or "")
         prepared = self._prepare(runtime)
@@ -256,53 +265,27 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
             return prepared
         event, conversation, cutoff, session_id = prepared
         s = self._summarization
-
-        def compact() -> tuple[list[AnyMessage], str, str | None]:
-            backend = s._backend_for(runtime)
-            summarized, _ = s._partition_messages(conversation, cutoff)
-            summarized, _failed = s._offload_inline_media(backend, summarized)
-            summary = s._create_summary(summarized)
-            return summarized, summary, s._offload_to_backend(backend, summarized, session_id)
-
         with s._collecting_files() as files:
-            done = attempt(compact, COMPACT_TOOL)
-        return self._compacted(runtime, done, event, cutoff, session_id, files)
-
-    async def _arun_compact(self, runtime: Any) -> Command:
-        """Async `_run_compact`."""
-        if not self._summarizes_here():
-            return self._compaction_requested(runtime.tool_call_id or "")
-        prepared = self._prepare(runtime)
-        if isinstance(prepared, Command):
-            return prepared
-        event, conversation, cutoff, session_id = prepared
-        s = self._summarization
-
-        async def compact() -> tuple[list[AnyMessage], str, str | None]:
-            backend = s._backend_for(runtime)
-            summarized, _ = s._partition_messages(conversation, cutoff)
-            summarized, _failed = await s._aoffload_inline_media(backend, summarized)
-            summary = await s._acreate_summary(summarized)
-            return summarized, summary, await s._aoffload_to_backend(backend, summarized,
-                                                                      session_id)  # fmt: skip
-
-        with s._collecting_files() as files:
-            done = await aattempt(compact(), COMPACT_TOOL)
-        return self._compacted(runtime, done, event, cutoff, session_id, files)
-
-    def _compacted(self, runtime: Any,
-                   done: tuple[list[AnyMessage], str, str | None] | Failure, event: Any,
-                   cutoff: int, session_id: str, files: dict[str, Any]) -> Command:  # fmt: skip
-        """The tool's answer: the compaction made, or its failure (the summary's model and
-        the backend are the caller's: the compaction is a tool-call boundary, and the run
-        goes on)."""
-        if isinstance(done, Failure):
-            logger.error("compact_conversation failed", exc_info=done.error)
-            return self._compact_error(runtime.tool_call_id or "", done.error)
-        summarized, summary, path = done
+            try:
+                backend = s._backend_for(runtime)
+                summarized, _ = s._partition_messages(conversation, cutoff)
+                summarized, _failed = yield call(s, "_offload_inline_media", backend, summarized)
+                summary = yield call(s, "_create_summary", summarized)
+                path = yield call(s, "_offload_to_backend", backend, summarized, session_id)
+            except GraphBubbleUp:  # an interrupt is the run's, not the tool's failure
+                raise
+            except Exception as error:  # boundary (tool call): the tool answers; the run goes on
+                logger.exception("compact_conversation failed")
+                return self._compact_error(runtime.tool_call_id or "", error)
         return self._build_compact_result(
             runtime, summarized, summary, path, event, cutoff, session_id, files
         )
+
+    def _run_compact(self, runtime: Any) -> Command:
+        return drive(self._compact(runtime), run_call, throw=Exception)
+
+    async def _arun_compact(self, runtime: Any) -> Command:
+        return await adrive(self._compact(runtime), _asummarizer_call, throw=Exception)
 
     # -- the model step ----------------------------------------------------------------
 

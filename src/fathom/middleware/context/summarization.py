@@ -233,23 +233,17 @@ class CompactConversationSchema(BaseModel):
 def compute_summarization_defaults(model: Any) -> SummarizationDefaults:
     """Trigger, keep and truncation settings for `model`: shares of its window when its
     profile gives `max_input_tokens`, fixed counts otherwise."""
+    trigger: ContextSize
+    keep: ContextSize
+    truncate: TruncateArgsSettings
     if context_window(model) is not None:
-        return {
-            "trigger": ("fraction", TRIGGER_FRACTION),
-            "keep": ("fraction", KEEP_FRACTION),
-            "truncate_args_settings": {
-                "trigger": ("fraction", TRIGGER_FRACTION),
-                "keep": ("fraction", KEEP_FRACTION),
-            },
-        }
-    return {
-        "trigger": ("tokens", FALLBACK_TRIGGER_TOKENS),
-        "keep": ("messages", FALLBACK_KEEP_MESSAGES),
-        "truncate_args_settings": {
-            "trigger": ("messages", _TRUNCATION_KEEP_MESSAGES),
-            "keep": ("messages", _TRUNCATION_KEEP_MESSAGES),
-        },
-    }
+        trigger, keep = ("fraction", TRIGGER_FRACTION), ("fraction", KEEP_FRACTION)
+        truncate = {"trigger": trigger, "keep": keep}
+    else:
+        trigger, keep = ("tokens", FALLBACK_TRIGGER_TOKENS), ("messages", FALLBACK_KEEP_MESSAGES)
+        last: ContextSize = ("messages", _TRUNCATION_KEEP_MESSAGES)
+        truncate = {"trigger": last, "keep": last}
+    return {"trigger": trigger, "keep": keep, "truncate_args_settings": truncate}
 
 
 def _token_counter_accepts_tools(counter: Callable[..., Any]) -> bool | None:
@@ -307,22 +301,15 @@ def _deprecated(
             "history_path_prefix is no longer accepted: the archive goes under the "
             "backend's artifacts root; set CompositeBackend(artifacts_root=...) instead."
         )
-    if "max_tokens_before_summary" in kwargs:
-        value = kwargs.pop("max_tokens_before_summary")
-        warnings.warn(
-            "max_tokens_before_summary is deprecated: pass trigger=('tokens', value).",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        if trigger is None and value is not None:
-            trigger = ("tokens", value)
+    for old, new in (("max_tokens_before_summary", "trigger=('tokens', value)"),
+                     ("messages_to_keep", "keep=('messages', value)")):  # fmt: skip
+        if old in kwargs:
+            warnings.warn(f"{old} is deprecated: pass {new}.", DeprecationWarning, stacklevel=3)
+    tokens = kwargs.pop("max_tokens_before_summary", None)
+    if trigger is None and tokens is not None:
+        trigger = ("tokens", tokens)
     if "messages_to_keep" in kwargs:
         value = kwargs.pop("messages_to_keep")
-        warnings.warn(
-            "messages_to_keep is deprecated: pass keep=('messages', value).",
-            DeprecationWarning,
-            stacklevel=3,
-        )
         if keep is None or keep == ("messages", _TRUNCATION_KEEP_MESSAGES):
             keep = ("messages", value)
     if kwargs:

@@ -29,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.pregel import Pregel
 
+from fathom.backends.protocol import Plan, adrive, drive
 from fathom.errors import FathomError
 from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, WorkItem
 from fathom.patterns.workflow.structured import named_config
@@ -218,54 +219,52 @@ class WorkerRunner:
 
     # ------------------------------------------------------------------ with tries
 
-    def run(
-        self, item: WorkItem, action: Action | None, config: RunnableConfig, emit: Emit
-    ) -> TaskResult:
-        """Try the task up to `task.retry.attempts` times; never raises for a failed try."""
+    def _tries(self, item: WorkItem, emit: Emit, usage: _TaskUsage) -> Plan[TaskResult]:
+        """Up to `task.retry.attempts` tries, written once: it yields each try's item (the
+        answer is its output or a `Failure`) and each pause before another (seconds)."""
         task = item.task
-        usage = _TaskUsage()
-        cfg = self._config(item, config, emit, usage)
         started = time.monotonic()
         failure: tuple[TaskStatus, str] = ("failed", "")
         for attempt in range(1, task.retry.attempts + 1):
-            this = item.model_copy(update={"attempt": attempt})
-            output = attempt_work(
-                partial(_with_timeout, partial(self._call, this, action, cfg), task.timeout),
-                _TRY,
-            )
+            output = yield item.model_copy(update={"attempt": attempt})
             if not isinstance(output, Failure):
                 return self._result(item, "ok", attempt, started, usage, output=output)
             failure = _describe_failure(output.error, task.timeout)
             if attempt < task.retry.attempts:
                 self._announce_retry(emit, item, attempt, failure[1])
-                time.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
+                yield task.retry.backoff_s * 2 ** (attempt - 1)
         return self._result(
             item, failure[0], task.retry.attempts, started, usage, error=failure[1]
         )
+
+    def run(
+        self, item: WorkItem, action: Action | None, config: RunnableConfig, emit: Emit
+    ) -> TaskResult:
+        """Try the task up to `task.retry.attempts` times; never raises for a failed try."""
+        usage = _TaskUsage()
+        cfg, timeout = self._config(item, config, emit, usage), item.task.timeout
+
+        def step(op: WorkItem | float) -> Any:
+            if not isinstance(op, WorkItem):
+                return time.sleep(op)
+            return attempt_work(partial(_with_timeout, partial(self._call, op, action, cfg),
+                                        timeout), _TRY)  # fmt: skip
+
+        return drive(self._tries(item, emit, usage), step)
 
     async def arun(
         self, item: WorkItem, action: Action | None, config: RunnableConfig, emit: Emit
     ) -> TaskResult:
         """Async `run`; a timed-out try is cancelled."""
-        task = item.task
         usage = _TaskUsage()
-        cfg = self._config(item, config, emit, usage)
-        started = time.monotonic()
-        failure: tuple[TaskStatus, str] = ("failed", "")
-        for attempt in range(1, task.retry.attempts + 1):
-            this = item.model_copy(update={"attempt": attempt})
-            output = await aattempt(
-                _awith_timeout(self._acall(this, action, cfg), task.timeout), _TRY
-            )
-            if not isinstance(output, Failure):
-                return self._result(item, "ok", attempt, started, usage, output=output)
-            failure = _describe_failure(output.error, task.timeout)
-            if attempt < task.retry.attempts:
-                self._announce_retry(emit, item, attempt, failure[1])
-                await asyncio.sleep(task.retry.backoff_s * 2 ** (attempt - 1))
-        return self._result(
-            item, failure[0], task.retry.attempts, started, usage, error=failure[1]
-        )
+        cfg, timeout = self._config(item, config, emit, usage), item.task.timeout
+
+        async def step(op: WorkItem | float) -> Any:
+            if not isinstance(op, WorkItem):
+                return await asyncio.sleep(op)
+            return await aattempt(_awith_timeout(self._acall(op, action, cfg), timeout), _TRY)
+
+        return await adrive(self._tries(item, emit, usage), step)
 
     def _announce_retry(self, emit: Emit, item: WorkItem, attempt: int, error: str) -> None:
         emit(

@@ -140,11 +140,7 @@ class HarnessProfile:
     general_purpose_subagent: GeneralPurposeSubagentProfile | None = None
 
     def __post_init__(self) -> None:
-        # copies, so a caller's later edit of its dict or list cannot change a registered profile
-        overrides = MappingProxyType(dict(self.tool_description_overrides))
-        object.__setattr__(self, "tool_description_overrides", overrides)
-        object.__setattr__(self, "excluded_tools", frozenset(self.excluded_tools))
-        object.__setattr__(self, "excluded_middleware", frozenset(self.excluded_middleware))
+        _copy_collections(self)
         if not callable(self.extra_middleware):
             object.__setattr__(self, "extra_middleware", tuple(self.extra_middleware))
         _check_excluded_middleware(self.excluded_middleware)
@@ -169,6 +165,15 @@ class HarnessProfile:
         if self.system_prompt_suffix:
             text = f"{text}\n\n{self.system_prompt_suffix}" if text else self.system_prompt_suffix
         return text
+
+
+def _copy_collections(profile: HarnessProfile | HarnessProfileConfig) -> None:
+    """Frozen copies of a profile's dict and lists, so a caller's later edit of them cannot
+    change a registered profile."""
+    overrides = MappingProxyType(dict(profile.tool_description_overrides))
+    object.__setattr__(profile, "tool_description_overrides", overrides)
+    object.__setattr__(profile, "excluded_tools", frozenset(profile.excluded_tools))
+    object.__setattr__(profile, "excluded_middleware", frozenset(profile.excluded_middleware))
 
 
 def _merge_middleware(base: MiddlewareSource, override: MiddlewareSource) -> MiddlewareSource:
@@ -254,10 +259,7 @@ class HarnessProfileConfig:
     general_purpose_subagent: GeneralPurposeSubagentProfile | None = None
 
     def __post_init__(self) -> None:
-        overrides = MappingProxyType(dict(self.tool_description_overrides))
-        object.__setattr__(self, "tool_description_overrides", overrides)
-        object.__setattr__(self, "excluded_tools", frozenset(self.excluded_tools))
-        object.__setattr__(self, "excluded_middleware", frozenset(self.excluded_middleware))
+        _copy_collections(self)
         for entry in self.excluded_middleware:
             if not isinstance(entry, str):
                 raise TypeError(f"excluded_middleware in a config holds names, not {entry!r}.")

@@ -1,12 +1,29 @@
-"""Per-key asyncio locks that are dropped once nobody holds or waits for them."""
+"""Per-key asyncio locks and member sets, each dropped once nobody holds or is in it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TypeVar
 
-__all__ = ["KeyedLocks"]
+__all__ = ["KeyedLocks", "member_of"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@contextlib.contextmanager
+def member_of(table: dict[K, set[V]], key: K, member: V) -> Iterator[V]:
+    """`member` in `table[key]` while the block runs; the key goes with its last member."""
+    table.setdefault(key, set()).add(member)
+    try:
+        yield member
+    finally:
+        members = table[key]
+        members.discard(member)
+        if not members:
+            del table[key]
 
 
 class KeyedLocks:

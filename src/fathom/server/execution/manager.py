@@ -63,7 +63,7 @@ from fathom.runs import has_unfinished_step
 from fathom.server.errors import Conflict, NotFound
 from fathom.server.execution.broker import RunStream
 from fathom.server.execution.event_log import EventLog, StoredRunStream
-from fathom.server.execution.locks import KeyedLocks
+from fathom.server.execution.locks import KeyedLocks, member_of
 from fathom.server.execution.runner import RunEnd, build_config, stream_run
 from fathom.server.graphs import GraphRegistry
 from fathom.server.records import RecordStore, now_iso
@@ -347,20 +347,13 @@ class RunManager:
         if stream is not None:
             stream.mark_stored(count)
 
-    @contextlib.contextmanager
-    def thread_notes(self, thread_id: str) -> Iterator[asyncio.Queue[tuple[str, Any]]]:
+    def thread_notes(
+        self, thread_id: str
+    ) -> contextlib.AbstractContextManager[asyncio.Queue[tuple[str, Any]]]:
         """A queue told ``("run", run_id)`` for each run of ``thread_id`` that starts here,
         and the thread's other notes (``note_thread``), while the block runs: what the thread
         stream follows (on replicas it also polls for runs started elsewhere)."""
-        listener: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self._launched.setdefault(thread_id, set()).add(listener)
-        try:
-            yield listener
-        finally:
-            listeners = self._launched[thread_id]
-            listeners.discard(listener)
-            if not listeners:
-                del self._launched[thread_id]
+        return member_of(self._launched, thread_id, asyncio.Queue())
 
     def listens_to(self, thread_id: str) -> bool:
         """Whether a thread stream follows ``thread_id`` here."""

@@ -32,14 +32,15 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections import OrderedDict, defaultdict
-from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg import Error as PostgresError
 
 from fathom.server.execution.broker import wanted
+from fathom.server.execution.locks import member_of
 
 __all__ = ["Claim", "PostgresRunQueue", "SharedRunStream"]
 
@@ -123,24 +124,15 @@ class _Signals:
     """
 
     def __init__(self) -> None:
-        self._events: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._events: dict[str, set[asyncio.Event]] = {}
 
     def fire(self, key: str) -> None:
         for event in self._events.get(key, ()):
             event.set()
 
-    @contextlib.contextmanager
-    def watch(self, key: str) -> Iterator[asyncio.Event]:
+    def watch(self, key: str) -> contextlib.AbstractContextManager[asyncio.Event]:
         """An event set by the next `fire(key)` while the block runs."""
-        event = asyncio.Event()
-        self._events[key].add(event)
-        try:
-            yield event
-        finally:
-            waiters = self._events[key]
-            waiters.discard(event)
-            if not waiters:
-                del self._events[key]
+        return member_of(self._events, key, asyncio.Event())
 
 
 async def _wait(event: asyncio.Event, timeout: float) -> None:
