@@ -250,6 +250,53 @@ def test_failed_tool_answers_are_built_in_one_place() -> None:
     assert builders == []
 
 
+BROAD = {"Exception", "BaseException"}
+MOST_BROAD_HANDLERS = 25
+LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+
+
+def _broad(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(k is None or getattr(k, "id", None) in BROAD for k in kinds)
+
+
+def _logs_raises_or_hands_on(handler: ast.ExceptHandler) -> bool:
+    """The handler logs, re-raises, or hands the exception object itself on (assigns it
+    for the task that awaits it, say, which raises it)."""
+    return any(
+        isinstance(node, ast.Raise)
+        or (isinstance(node, ast.Call) and getattr(node.func, "attr", None) in LOG_CALLS)
+        or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+            and node.value.id == handler.name)
+        for statement in handler.body
+        for node in ast.walk(statement)
+    )
+
+
+def test_broad_except_handlers_are_few_named_boundaries_that_log_or_raise() -> None:
+    """A handler of `Exception` (or bare, or `BaseException`) stays only where a boundary
+    is: the line says which (`# boundary (…)`), and its body logs, re-raises or hands the
+    exception on. There are
+    at most 25 of them; everywhere else the handler names what the callee raises."""
+    broad: list[str] = []
+    unnamed: list[str] = []
+    silent: list[str] = []
+    for path in MODULES.values():
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ExceptHandler) and _broad(node):
+                where = f"{path.relative_to(SRC)}:{node.lineno}"
+                broad.append(where)
+                if "boundary" not in lines[node.lineno - 1]:
+                    unnamed.append(where)
+                if not _logs_raises_or_hands_on(node):
+                    silent.append(where)
+    assert unnamed == []
+    assert silent == []
+    assert len(broad) <= MOST_BROAD_HANDLERS, broad
+
+
 @pytest.mark.parametrize(
     ("source", "target", "allowed"),
     [
