@@ -606,6 +606,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         self.section = PromptSection(
             "subagents",
             f"{system_prompt}\n\nAvailable subagent types:\n{catalogue}" if system_prompt else "",
+            tools=frozenset({TASK_TOOL}),
         )
         self.system_prompt: str | None = self.section.text or system_prompt
         """The section's text (the prompt and the list), or `system_prompt` as given when

@@ -152,7 +152,8 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
                        else CodeInterpreterLimits(**dict(limits or {})))
         self.ptc_tools = _allowed_tools(list(ptc), list(available_tools))
         self._driver = build_driver(self.limits, list(self.ptc_tools))
-        self.section = PromptSection("code_interpreter", _PROMPT if self.subagents else "")
+        self.section = PromptSection("code_interpreter", _PROMPT if self.subagents else "",
+                                     tools=frozenset({EVAL_TOOL}))
         self.tools = [StructuredTool.from_function(
             name=EVAL_TOOL, description=self._description(), func=self._eval_sync,
             coroutine=self._aeval, args_schema=EvalInput, infer_schema=False,
