@@ -351,7 +351,7 @@ def _sandboxes(tmp_path) -> dict[str, Any]:
 
 def transfer_backends(tmp_path) -> dict[str, Any]:
     """One of each backend fathom has, over real storage, keyed by name."""
-    for name in ("disk", "shell", "box", "bwrap", "default", "policed"):
+    for name in ("disk", "shell", "box", "bwrap", "default"):
         (tmp_path / name).mkdir()
     return {
         "state": state_backend(),
@@ -362,7 +362,6 @@ def transfer_backends(tmp_path) -> dict[str, Any]:
             FilesystemBackend(tmp_path / "default"),
             {"/mem/": store_backend(), "/state/": state_backend()},
         ),
-        "policy": PolicyBackend(FilesystemBackend(tmp_path / "policed"), [BackendPolicy()]),
         **_sandboxes(tmp_path),
     }
 
