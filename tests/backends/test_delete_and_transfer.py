@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import shutil
 from types import SimpleNamespace
 from typing import Any
 
@@ -333,85 +332,3 @@ def test_reference_names_exist() -> None:
     assert NamespaceFactory is not None
     default = inspect.signature(LocalShellBackend).parameters["timeout"].default
     assert default == DEFAULT_EXECUTE_TIMEOUT == 120
-
-
-# --------------------------------------------------------------------------- relative paths
-
-
-def _sandboxes(tmp_path) -> dict[str, Any]:
-    from tests.backends.local_sandbox import LocalShellSandbox
-
-    from fathom.backends import BubblewrapSandbox
-
-    made: dict[str, Any] = {"base sandbox": LocalShellSandbox(tmp_path / "box")}
-    if shutil.which("bwrap") is not None:
-        made["bubblewrap"] = BubblewrapSandbox(root_dir=tmp_path / "bwrap", timeout=60)
-    return made
-
-
-def transfer_backends(tmp_path) -> dict[str, Any]:
-    """One of each backend fathom has, over real storage, keyed by name."""
-    for name in ("disk", "shell", "box", "bwrap", "default"):
-        (tmp_path / name).mkdir()
-    return {
-        "state": state_backend(),
-        "store": store_backend(),
-        "filesystem": FilesystemBackend(tmp_path / "disk", virtual_mode=True),
-        "local shell": LocalShellBackend(tmp_path / "shell", virtual_mode=True),
-        "composite": CompositeBackend(
-            FilesystemBackend(tmp_path / "default"),
-            {"/mem/": store_backend(), "/state/": state_backend()},
-        ),
-        **_sandboxes(tmp_path),
-    }
-
-
-RELATIVE = ["notes.md", "sub/notes.md", "./notes.md", "mem/notes.md"]
-
-
-def test_every_backend_refuses_relative_transfer_paths_per_file(tmp_path) -> None:
-    for name, backend in transfer_backends(tmp_path).items():
-        ups = backend.upload_files([(path, b"x") for path in RELATIVE] + [("/ok.md", b"ok")])
-        assert [u.error for u in ups] == [ErrorKind.INVALID] * len(RELATIVE) + [None], name
-        assert [u.path for u in ups] == [*RELATIVE, "/ok.md"], name
-        downs = backend.download_files([*RELATIVE, "/missing.md"])
-        assert [d.error for d in downs] == [ErrorKind.INVALID] * len(RELATIVE) + [
-            ErrorKind.NOT_FOUND
-        ], name
-        assert all(d.content is None for d in downs), name
-        if name != "state":  # (its upload is a `files_update`, applied by a graph step)
-            # the file tools still take a relative path from `/`, as before
-            assert backend.read("ok.md").error is None, name
-
-
-def test_the_async_twins_refuse_relative_transfer_paths_too(tmp_path) -> None:
-    async def main() -> None:
-        for name, backend in transfer_backends(tmp_path).items():
-            (up,) = await backend.aupload_files([("a.md", b"x")])
-            (down,) = await backend.adownload_files(["a.md"])
-            assert (up.error, down.error) == (ErrorKind.INVALID, ErrorKind.INVALID), name
-
-    asyncio.run(main())
-
-
-def test_a_composite_route_never_sees_a_relative_upload(tmp_path) -> None:
-    seen: list[list[str]] = []
-
-    class Recording(StateBackend):
-        def upload_files(self, files):
-            seen.append([path for path, _ in files])
-            return super().upload_files(files)
-
-    composite = CompositeBackend(state_backend(), {"/mem/": Recording(SimpleNamespace(state={}))})
-    ups = composite.upload_files([("mem/a.md", b"x"), ("/mem/b.md", b"y")])
-    assert [u.error for u in ups] == [ErrorKind.INVALID, None]
-    assert seen == [["/b.md"]]
-
-
-def test_unconfined_disk_backends_take_a_relative_path_under_the_root(tmp_path) -> None:
-    # virtual_mode=False: a relative path is an OS path under root_dir, as the reference
-    # documents, so it is not refused
-    disk = FilesystemBackend(tmp_path, virtual_mode=False)
-    (up,) = disk.upload_files([("rel.txt", b"R")])
-    assert up.error is None and (tmp_path / "rel.txt").read_bytes() == b"R"
-    assert [d.content for d in disk.download_files(["rel.txt"])] == [b"R"]

@@ -9,11 +9,9 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_PATH_DEPTH",
     "PathError",
-    "is_relative",
     "normalize_dir",
     "normalize_file_path",
     "normalize_path",
-    "transfer_path",
 ]
 
 MAX_PATH_CHARS = 4096
@@ -112,26 +110,3 @@ def normalize_file_path(path: str) -> str:
             f"ends with '{last or '/'}', so it names a directory, not a file",
         )
     return normalized
-
-
-def is_relative(path: object) -> bool:
-    """Whether `path` is text that does not start with `/` (which `transfer_path` refuses)."""
-    return isinstance(path, str) and not path.startswith("/")
-
-
-def transfer_path(path: str, *, new_file: bool = False) -> str:
-    """The normal form of a path given to `upload_files` / `download_files`, or `PathError`.
-
-    Transfers take absolute paths only. The file tools read a relative path from `/`, but
-    a program's `upload_files([("data.csv", ...)])` means different places on different
-    backends (a hosted sandbox's working directory, a key-value store's literal key), so
-    the transfer refuses it rather than guess. `new_file` refuses a path naming a
-    directory, as `normalize_file_path` does.
-    """
-    if is_relative(path):
-        raise PathError(
-            f"Error: the path {path!r} is relative; upload_files and download_files take "
-            f"absolute paths such as {'/' + path.lstrip('./')!r}.",
-            "is relative; upload_files and download_files take absolute paths",
-        )
-    return (normalize_file_path if new_file else normalize_path)(path)

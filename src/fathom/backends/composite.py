@@ -13,13 +13,7 @@ from typing import Any, Self
 
 from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends._paths import (
-    PathError,
-    normalize_dir,
-    normalize_file_path,
-    normalize_path,
-    transfer_path,
-)
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind, error_kind
 from fathom.backends.state import StateBackend
 from fathom.backends.utils import delete_target, invalid_path, normalized, pattern_error
@@ -433,7 +427,7 @@ class CompositeBackend(protocol.PlannedBackend):
         batches: dict[str, list[tuple[int, str]]] = {}
         for index, raw in enumerate(paths):
             try:
-                path = transfer_path(raw, new_file=new_file)
+                path = (normalize_file_path if new_file else normalize_path)(raw)
             except PathError:
                 continue
             prefix, child, inner = self._owner(path)
@@ -446,7 +440,7 @@ class CompositeBackend(protocol.PlannedBackend):
     @staticmethod
     def _unrouted_error(raw: str, new_file: bool) -> ErrorKind:
         try:
-            transfer_path(raw, new_file=new_file)
+            (normalize_file_path if new_file else normalize_path)(raw)
         except PathError:
             return ErrorKind.INVALID
         return ErrorKind.IS_DIRECTORY

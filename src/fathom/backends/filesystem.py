@@ -20,13 +20,7 @@ from typing import Any
 from fathom.backends import protocol
 from fathom.backends._beneath import Escape, Resolver, close_quietly
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends._paths import (
-    PathError,
-    is_relative,
-    normalize_dir,
-    normalize_file_path,
-    normalize_path,
-)
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
@@ -1182,8 +1176,7 @@ class FilesystemBackend(protocol.BackendProtocol):
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[protocol.FileUploadResponse]:
         """Write each `(path, bytes)`, replacing existing files, resolving paths like the file
-        tools; one response per file, in order. Confined, a relative path is refused
-        (`invalid_path`); unconfined, it is an OS path under `root_dir`.
+        tools; one response per file, in order.
 
         Each file is written atomically (as `write` does, any size); failures are reported
         per file as an `ErrorKind` (`file_not_found`, `permission_denied`, `is_directory`,
@@ -1194,7 +1187,7 @@ class FilesystemBackend(protocol.BackendProtocol):
     def _upload_one(
         self, path: str, content: bytes, *, mode: int = 0o666, keep_mode: bool = True
     ) -> protocol.FileUploadResponse:
-        if not isinstance(content, bytes | bytearray | memoryview) or self._relative(path):
+        if not isinstance(content, bytes | bytearray | memoryview):
             return protocol.FileUploadResponse(path, error=ErrorKind.INVALID)
         error = self._upload_bytes(path, bytes(content), mode=mode, keep_mode=keep_mode)
         return protocol.FileUploadResponse(path, error=None if error is None else error.kind)
@@ -1204,16 +1197,7 @@ class FilesystemBackend(protocol.BackendProtocol):
         file tools; one response per path, in order, failures as in `upload_files`."""
         return [self._download_one(path, self.max_file_size_bytes) for path in paths]
 
-    def _relative(self, path: object) -> bool:
-        """Whether a transfer's `path` is a relative virtual path, which `upload_files` and
-        `download_files` refuse (see `fathom.backends._paths.transfer_path`). Unconfined
-        (`virtual_mode=False`), a relative path is an OS path under `root_dir`, as the
-        reference documents, and is taken."""
-        return self.virtual_mode and is_relative(path)
-
     def _download_one(self, path: str, limit: int) -> protocol.FileDownloadResponse:
-        if self._relative(path):
-            return protocol.FileDownloadResponse(path, error=ErrorKind.INVALID)
         outcome = self._download_bytes(path, limit)
         if isinstance(outcome, BackendError):
             return protocol.FileDownloadResponse(path, error=outcome.kind)

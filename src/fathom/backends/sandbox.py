@@ -60,13 +60,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from fathom.backends import _reference_wire as reference_wire
 from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends._paths import (
-    PathError,
-    normalize_dir,
-    normalize_file_path,
-    normalize_path,
-    transfer_path,
-)
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.utils import (
     MAX_EDIT_BYTES,
@@ -749,7 +743,7 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         responses = []
         for path, content in files:
             try:
-                shown = transfer_path(path, new_file=True)
+                shown = normalize_file_path(path)
             except PathError:
                 responses.append(protocol.FileUploadResponse(path, error=ErrorKind.INVALID))
                 continue
@@ -764,7 +758,7 @@ class BaseSandbox(protocol.PlannedBackend, protocol.SandboxBackendProtocol):
         responses = []
         for path in paths:
             try:
-                shown = transfer_path(path)
+                shown = normalize_path(path)
             except PathError:
                 responses.append(protocol.FileDownloadResponse(path, error=ErrorKind.INVALID))
                 continue

@@ -11,13 +11,7 @@ from langgraph.config import get_config
 
 from fathom.backends import protocol
 from fathom.backends._globbing import GlobBudget, GlobError, glob_matches
-from fathom.backends._paths import (
-    PathError,
-    normalize_dir,
-    normalize_file_path,
-    normalize_path,
-    transfer_path,
-)
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.base import BackendBase
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.protocol import UploadResults
@@ -333,7 +327,7 @@ def plan_uploads(
     update: dict[str, FileData] = {}
     for raw, content in uploads:
         try:
-            path = transfer_path(raw, new_file=True)
+            path = normalize_file_path(raw)
         except PathError:
             responses.append(protocol.FileUploadResponse(path=raw, error=ErrorKind.INVALID))
             continue
@@ -362,7 +356,7 @@ def download_from(
     responses: list[protocol.FileDownloadResponse] = []
     for raw in paths:
         try:
-            path = transfer_path(raw)
+            path = normalize_path(raw)
         except PathError:
             responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
             continue

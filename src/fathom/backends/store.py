@@ -28,13 +28,7 @@ from typing import Any, Self, TypeVar
 from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp
 
 from fathom.backends import protocol
-from fathom.backends._paths import (
-    PathError,
-    normalize_dir,
-    normalize_file_path,
-    normalize_path,
-    transfer_path,
-)
+from fathom.backends._paths import PathError, normalize_dir, normalize_file_path, normalize_path
 from fathom.backends.errors import BackendError, ErrorKind
 from fathom.backends.state import StateBackend, download_from, files_under, plan_uploads
 from fathom.backends.store_cas import Expected, aconditional_put, conditional_put
@@ -514,7 +508,7 @@ def _download_plan(paths: list[str]) -> Generator[_Op, Any, list[protocol.FileDo
     listing: _Listing | None = None
     for raw in paths:
         try:
-            path = transfer_path(raw)
+            path = normalize_path(raw)
         except PathError:
             responses.append(protocol.FileDownloadResponse(path=raw, error=ErrorKind.INVALID))
             continue

@@ -30,7 +30,6 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO, cast
 
-from fathom.backends._paths import is_relative
 from fathom.cli.approval_view import CallView, CurrentUnknown, ReadCurrent, render_view, view_call
 from fathom.cli.session import PendingApproval
 from fathom.errors import FathomError
@@ -153,8 +152,6 @@ def file_reader(setup: Any) -> ReadCurrent:
 
     def read(path: str) -> str | None:
         nonlocal backend
-        if is_relative(path):  # as the file tools read it: from `/`
-            path = "/" + path
         if any(path.startswith(route) or path == route.rstrip("/") for route in STATE_ROUTES):
             raise CurrentUnknown("the file is kept in the thread's state, not on disk")
         if backend is None:  # the files are the same whichever sandbox runs commands
