@@ -138,3 +138,33 @@ def test_tool_schemas_are_in_name_order_whatever_the_construction_order():
     create_deep_agent(two, [alpha, zeta]).invoke(USER)
     assert one.requests[0].tools == two.requests[0].tools
     assert one.requests[0].tool_names == sorted(one.requests[0].tool_names)
+
+
+def test_a_section_marked_last_renders_after_volatile_ones():
+    text = render_sections(
+        [
+            PromptSection("suffix", "S", last=True),
+            PromptSection("clock", "V", "volatile"),
+            PromptSection("a", "A"),
+        ]
+    )
+    assert text == "A\n\nV\n\nS"
+
+
+def test_prompt_assembly_drops_a_section_whose_tools_are_not_offered():
+    from langchain.agents.middleware import ModelRequest
+
+    from fathom.prompt import PromptAssemblyMiddleware
+
+    message = AssembledSystemMessage.from_sections([
+        PromptSection("general", "G"),
+        PromptSection("shell", "SHELL", tools=frozenset({"execute"})),
+        PromptSection("files", "FILES", tools=frozenset({"ls", "read_file"})),
+    ])
+    seen = []
+    assembly = PromptAssemblyMiddleware()
+    for tools in ([{"name": "read_file"}], [{"name": "execute"}, {"name": "ls"}], []):
+        request = ModelRequest(model=ScriptedModel(replies=[]), messages=[], tools=tools,
+                               system_message=message)
+        assembly.wrap_model_call(request, lambda r: seen.append(r.system_message.content))
+    assert seen == ["G\n\nFILES", "G\n\nSHELL\n\nFILES", "G"]

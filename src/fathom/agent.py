@@ -448,7 +448,9 @@ def _code_interpreter(
 
     options = dict(option) if isinstance(option, Mapping) else {}
     options.setdefault("available_tools", tools)
-    return CodeInterpreterMiddleware(subagents, **options)
+    # `subagents` in the options: True (the default) is the agent's own, False none
+    chosen = options.pop("subagents", True)
+    return CodeInterpreterMiddleware(subagents if chosen is True else chosen, **options)
 
 
 def create_deep_agent(

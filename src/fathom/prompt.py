@@ -40,6 +40,8 @@ __all__ = [
     "Stability",
     "add_prompt_section",
     "check_prompt_template",
+    "explains_offered_tools",
+    "offered_tool_names",
     "render_sections",
     "sections_of",
     "tool_sort_key",
@@ -67,14 +69,23 @@ class PromptSection:
     cache_breakpoint: bool = False
     """End the text block here with an Anthropic `cache_control` marker, so the prompt up to
     and including this section is cached on its own (`MemoryMiddleware(add_cache_control=)`)."""
+    tools: frozenset[str] = frozenset()
+    """The tools this section explains: it is left out of a model request that offers none
+    of them (a profile's `excluded_tools`, a filter hiding tools). Empty: always shown."""
+    last: bool = False
+    """Rendered after every other section, whatever their stability: a harness profile's
+    `system_prompt_suffix`, which the Deep Agents API places at the end of the prompt."""
 
 
 def _ordered(sections: Iterable[PromptSection]) -> list[PromptSection]:
-    return sorted((s for s in sections if s.text.strip()), key=lambda s: _RANK[s.stability])
+    return sorted(
+        (s for s in sections if s.text.strip()), key=lambda s: (s.last, _RANK[s.stability])
+    )
 
 
 def render_sections(sections: Iterable[PromptSection]) -> str:
-    """Join sections stable-first (then conditional, then volatile), blank line between."""
+    """Join sections stable-first (then conditional, then volatile; a section marked `last`
+    after all of them), blank line between."""
     return "\n\n".join(s.text.strip("\n") for s in _ordered(sections))
 
 
@@ -183,6 +194,25 @@ def check_prompt_template(system_prompt: object, slot: str, fills: str, without:
         )
 
 
+def _tool_name(tool: Any) -> str | None:
+    name = getattr(tool, "name", None)
+    if name is None and isinstance(tool, dict):
+        function = tool.get("function")
+        name = tool.get("name") or (function.get("name") if isinstance(function, dict) else None)
+    return name if isinstance(name, str) else None
+
+
+def offered_tool_names(tools: Iterable[Any]) -> frozenset[str]:
+    """The names of the tools a request offers (tools, provider tool dicts)."""
+    return frozenset(name for tool in tools if (name := _tool_name(tool)) is not None)
+
+
+def explains_offered_tools(section: PromptSection, offered: frozenset[str]) -> bool:
+    """Whether `section` belongs in a request offering the tools `offered` (one naming no
+    tools always does)."""
+    return not section.tools or bool(section.tools & offered)
+
+
 def tool_sort_key(tool: Any) -> str:
     """Key that gives tool schemas one fixed order: by name."""
     name = getattr(tool, "name", None)
@@ -222,8 +252,17 @@ class PromptAssemblyMiddleware(ModelRequestRewrite, AgentMiddleware):
         tools = sorted(request.tools, key=tool_sort_key)
         message = request.system_message
         if isinstance(message, AssembledSystemMessage):
-            message = self._plain(message)
+            message = self._plain(_for_tools(message, offered_tool_names(tools)))
         return request.override(tools=tools, system_message=message)
+
+
+def _for_tools(message: AssembledSystemMessage, offered: frozenset[str]) -> AssembledSystemMessage:
+    """`message` without the sections about tools the request does not offer."""
+    sections = sections_of(message)
+    kept = [s for s in sections if explains_offered_tools(s, offered)]
+    if len(kept) == len(sections):
+        return message
+    return AssembledSystemMessage.from_sections(kept, message.leading)
 
 
 class SectionPromptMixin(ModelRequestRewrite):
@@ -248,6 +287,8 @@ class SectionPromptMixin(ModelRequestRewrite):
         section = self.section_for_request(request)
         if section is None or not section.text.strip():
             return request
+        if not explains_offered_tools(section, offered_tool_names(request.tools)):
+            return request  # its tools were filtered out before this middleware
         message = request.system_message
         last: tuple[SystemMessage | None, PromptSection, AssembledSystemMessage] | None = (
             getattr(self, "_last_assembled", None)

@@ -12,23 +12,30 @@ Layer: core, the lowest; it must not import any other layer of fathom.
 # `NotRequired`/`Required` markers at class creation, or every key reads as required at
 # runtime (`__required_keys__`), which LangGraph and callers inspect.
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal, NotRequired, Required, TypeVar
+from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AnyMessage
+from langgraph.channels.binop import _get_overwrite
 from langgraph.channels.delta import DeltaChannel
+from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import _messages_delta_reducer
 from typing_extensions import TypedDict
+
+from fathom.errors import FathomError
 
 __all__ = [
     "FILES_SNAPSHOT_FREQUENCY",
     "MESSAGES_SNAPSHOT_FREQUENCY",
     "DeepAgentState",
     "FileData",
+    "FilesChannel",
     "FilesState",
     "FilesUpdate",
     "FilesystemState",
+    "InvalidFilesError",
     "as_file_data",
+    "check_files_update",
     "merge_files",
     "merge_update",
     "reduce_files",
@@ -93,6 +100,106 @@ def merge_files(current: Mapping[str, FileData] | None, update: FilesUpdate | No
     return merge_update(current, update)
 
 
+class InvalidFilesError(FathomError, InvalidUpdateError, ValueError):
+    """A write to the `files` channel that no file tool could read back: a key that is not
+    an absolute path, or a value that is not file data.
+
+    Raised where the write enters the channel (the invoke input, `update_state`, a node's
+    update), never later at a read. Like any update a LangGraph channel refuses
+    (`InvalidUpdateError`), nothing of the step is stored: the thread's next run starts from
+    what it held before (until then `get_state` raises the same error).
+    """
+
+
+def _key_problem(key: object) -> str | None:
+    """Why `key` cannot name a file of the virtual filesystem, or `None` when it can."""
+    if not isinstance(key, str):
+        return f"is a {type(key).__name__}, not a path"
+    if not key.startswith("/"):
+        return "does not start with '/'"
+    if key == "/" or key.endswith("/"):
+        return "ends with '/', so it names a directory"
+    if "\\" in key or "\x00" in key:
+        return "contains a backslash or a NUL byte"
+    if any(part in ("", ".", "..") for part in key[1:].split("/")):
+        return "has an empty, '.' or '..' part"
+    return None
+
+
+def _is_file_value(value: object) -> bool:
+    """Whether `value` reads as a file: text, or a mapping whose `content` is text (or a
+    list of lines, the older format)."""
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    content = value.get("content")
+    return isinstance(content, str) or (
+        isinstance(content, list) and all(isinstance(line, str) for line in content)
+    )
+
+
+def check_files_update(update: object) -> None:
+    """Refuse a `files` write no reader could use (`InvalidFilesError`, naming the key).
+
+    Keys must be absolute, normalised file paths (`/notes/a.md`); values must be file
+    data (`create_file_data(text)`), a plain string (the file's text) or `None` (delete the
+    path; any key may be deleted, so an entry stored before this check can be removed).
+    """
+    if not isinstance(update, Mapping):
+        raise InvalidFilesError(
+            f"`files` must map file paths to file data, not {type(update).__name__}."
+        )
+    for key, value in update.items():
+        if value is None:
+            continue
+        problem = _key_problem(key)
+        if problem is not None:
+            raise InvalidFilesError(
+                f"`files` key {key!r} {problem}: start file paths with '/' and name a file "
+                f"(here perhaps {_suggested_path(key)!r}). A file stored under this key "
+                "could never be read."
+            )
+        if not _is_file_value(value):
+            raise InvalidFilesError(
+                f"`files` value for {key!r} is {type(value).__name__} {_preview(value)}, not file "
+                "data: give the file's text as a str, or create_file_data(text)."
+            )
+
+
+def _suggested_path(key: object) -> str:
+    """`key` as an absolute file path (`a.md` -> `/a.md`, `/x/../a.md` -> `/a.md`)."""
+    parts: list[str] = []
+    for part in str(key).replace("\\", "/").replace("\x00", "").split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/" + "/".join(parts) if parts else "/notes.md"
+
+
+def _preview(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class FilesChannel(DeltaChannel):
+    """The `files` channel: a `DeltaChannel` over `reduce_files` that refuses, as it is
+    written, an update no reader could use (`check_files_update`).
+
+    Only new writes are checked (the invoke input, `update_state`, a node's update); writes
+    replayed from a checkpoint are not, so a thread saved before the check still loads.
+    """
+
+    def update(self, values: Sequence[Any]) -> bool:
+        for value in values:
+            is_overwrite, replacement = _get_overwrite(value)
+            if not (is_overwrite and replacement is None):
+                check_files_update(replacement if is_overwrite else value)
+        return super().update(values)
+
+
 def reduce_files(current: Mapping[str, FileData] | None, writes: Sequence[FilesUpdate]) -> dict:
     """Batch reducer of the `files` channel: apply each write in order.
 
@@ -110,7 +217,7 @@ class FilesState(AgentState):
     files: NotRequired[
         Annotated[
             dict[str, FileData],
-            DeltaChannel(reduce_files, snapshot_frequency=FILES_SNAPSHOT_FREQUENCY),
+            FilesChannel(reduce_files, snapshot_frequency=FILES_SNAPSHOT_FREQUENCY),
         ]
     ]
 

@@ -15,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 
 from fathom import create_deep_agent, create_file_data
 from fathom.backends import StateBackend, StoreBackend
-from fathom.state import reduce_files
+from fathom.state import FilesChannel, InvalidFilesError, check_files_update, reduce_files
 from fathom.testing import ScriptedModel, ai, tool_call
 
 PRELOADS = {"plain string": "plain text\n", "create_file_data": create_file_data("plain text\n")}
@@ -108,3 +108,63 @@ def test_store_items_preloaded_with_either_form_are_memory_and_files(value: dict
     out = agent.invoke(go(), THREAD)
     assert MEMORY_BLOCK in system_prompt(model)
     assert "plain text" in next(m for m in out["messages"] if m.type == "tool").content
+
+
+# --------------------------------------------------------------------------- refused at the door
+
+
+@pytest.mark.parametrize(
+    ("key", "why", "suggested"),
+    [
+        ("a.md", "does not start with '/'", "/a.md"),
+        ("notes/a.md", "does not start with '/'", "/notes/a.md"),
+        ("//a.md", "has an empty", "/a.md"),
+        ("/x/../a.md", "has an empty, '.' or '..' part", "/a.md"),
+        ("/a/", "names a directory", "/a"),
+    ],
+)
+def test_a_files_key_no_reader_could_find_is_refused_at_invoke(
+    key: str, why: str, suggested: str
+) -> None:
+    model = reading_then_editing()
+    agent = create_deep_agent(model, checkpointer=InMemorySaver())
+    with pytest.raises(InvalidFilesError) as refused:
+        agent.invoke({**go(), "files": {key: "plain text\n"}}, THREAD)
+    message = str(refused.value)
+    assert repr(key) in message and why in message
+    assert "start file paths with '/'" in message and repr(suggested) in message
+    assert model.requests == []  # refused before the model was called
+    # the thread's next run starts from what was there before: nothing was stored
+    out = agent.invoke({**go(), "files": {"/a.md": "plain text\n"}}, THREAD)
+    assert list(out["files"]) == ["/a.md"]
+
+
+@pytest.mark.parametrize(
+    "value", [123, b"raw bytes", {"text": "x"}, {"content": 5}], ids=repr
+)
+def test_a_files_value_that_is_not_file_data_is_refused_at_invoke(value: object) -> None:
+    agent = create_deep_agent(reading_then_editing())
+    with pytest.raises(InvalidFilesError, match=r"value for '/a\.md' .* not file data"):
+        agent.invoke({**go(), "files": {"/a.md": value}})
+
+
+def test_update_state_is_checked_like_the_input() -> None:
+    agent = create_deep_agent(ScriptedModel(replies=["ok"]), checkpointer=InMemorySaver())
+    agent.invoke(go(), THREAD)
+    with pytest.raises(InvalidFilesError, match=r"'a\.md' does not start with '/'"):
+        agent.update_state(THREAD, {"files": {"a.md": "x"}})
+    agent.update_state(THREAD, {"files": {"/a.md": "x"}})
+    assert agent.get_state(THREAD).values["files"]["/a.md"]["content"] == "x"
+
+
+def test_any_key_may_be_deleted_and_a_stored_bad_key_still_replays() -> None:
+    legacy = {"a.md": create_file_data("saved before the check\n")}
+    check_files_update({"a.md": None, "//b": None})  # deleting is never refused
+    channel = FilesChannel(reduce_files)
+    channel = channel.from_checkpoint(None)
+    channel.replay_writes([("task", "files", legacy)])  # a thread saved earlier loads
+    assert channel.get() == legacy
+    with pytest.raises(InvalidFilesError):
+        channel.update([{"b.md": create_file_data("new")}])
+    channel.update([{"a.md": None}])
+    assert channel.get() == {}

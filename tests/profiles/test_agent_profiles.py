@@ -29,7 +29,9 @@ def test_prompt_is_user_then_profile_base_then_suffix() -> None:
     model = ScriptedModel(replies=[ai("ok")])
     create_deep_agent(model, system_prompt="USER PART").invoke(USER)
     prompt = model.requests[0].system_prompt or ""
-    assert prompt.startswith("USER PART\n\nPROFILE BASE\n\nPROFILE SUFFIX")
+    assert prompt.startswith("USER PART\n\nPROFILE BASE\n\n")
+    # the suffix comes last, after the sections the middleware add (planning, files, ...)
+    assert prompt.endswith("\n\nPROFILE SUFFIX") and "## Files" in prompt
     assert BASE_PROMPT not in prompt
 
 
@@ -38,7 +40,8 @@ def test_suffix_alone_follows_fathoms_base_prompt() -> None:
                              HarnessProfile(system_prompt_suffix="SUFFIX"))
     model = ScriptedModel(replies=[ai("ok")])
     create_deep_agent(model, system_prompt="USER").invoke(USER)
-    assert (model.requests[0].system_prompt or "").startswith(f"USER\n\n{BASE_PROMPT}\n\nSUFFIX")
+    prompt = model.requests[0].system_prompt or ""
+    assert prompt.startswith(f"USER\n\n{BASE_PROMPT}\n\n") and prompt.endswith("\n\nSUFFIX")
 
 
 def test_tool_descriptions_change_for_builtin_and_user_tools_and_exclusions_hide() -> None:
@@ -138,3 +141,75 @@ def test_provider_profile_shapes_a_model_built_from_a_spec(monkeypatch) -> None:
     model = resolve_model("openai:gpt-4.1")
     assert getattr(model, "temperature", None) == 0.25
     assert seen == ["openai:gpt-4.1"]
+
+
+# ------------------------------------------------------------------ sections of hidden tools
+
+
+def test_a_profile_that_hides_execute_drops_the_shell_section(tmp_path) -> None:
+    from fathom.backends import LocalShellBackend
+
+    backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    plain = ScriptedModel(model_name="plain", replies=[ai("ok")])
+    create_deep_agent(plain, backend=backend).invoke(USER)
+    assert "## Shell" in (plain.requests[0].system_prompt or "")  # (without the profile)
+    assert "execute" in plain.requests[0].tool_names
+
+    register_harness_profile("scriptedmodel:noshell", HarnessProfile(
+        excluded_tools=frozenset({"execute", "write_todos"})))
+    model = ScriptedModel(model_name="noshell", replies=[ai("ok")])
+    create_deep_agent(model, backend=backend).invoke(USER)
+    request = model.requests[0]
+    prompt = request.system_prompt or ""
+    assert "execute" not in request.tool_names and "write_todos" not in request.tool_names
+    assert "## Shell" not in prompt and "`execute`" not in prompt
+    assert "## Planning" not in prompt  # the same for any section about a hidden tool
+    assert "## Files" in prompt  # a section whose tools are offered stays
+
+
+# ------------------------------------------------------------------ the suffix comes last
+
+
+class _VolatileNote(AgentMiddleware):
+    """Adds a volatile section (one that may change between calls), rendered late."""
+
+    def wrap_model_call(self, request, handler):
+        from fathom.prompt import PromptSection, add_prompt_section
+
+        return handler(add_prompt_section(request, PromptSection("note", "NOTE", "volatile")))
+
+
+def test_the_profile_suffix_is_the_last_thing_in_the_prompt(tmp_path) -> None:
+    from fathom.backends import LocalShellBackend
+
+    register_harness_profile("scriptedmodel:main", HarnessProfile(
+        base_system_prompt="PROFILE BASE", system_prompt_suffix="PROFILE SUFFIX"))
+    register_harness_profile("scriptedmodel:helper",
+                             HarnessProfile(system_prompt_suffix="HELPER SUFFIX"))
+    helper = ScriptedModel(model_name="helper", replies=[ai("helped")])
+    main = ScriptedModel(model_name="main", replies=[
+        ai("", tool_call("task", {"description": "do it", "subagent_type": "helper"})),
+        ai("done"),
+    ])
+    (tmp_path / "skills" / "greet").mkdir(parents=True)
+    (tmp_path / "skills" / "greet" / "SKILL.md").write_text(
+        "---\nname: greet\ndescription: Greets people.\n---\nSay hello.")
+    (tmp_path / "AGENTS.md").write_text("MEMORY TEXT")
+    create_deep_agent(
+        main,
+        system_prompt="USER PART",
+        backend=LocalShellBackend(root_dir=tmp_path, virtual_mode=True),
+        memory=["/AGENTS.md"],
+        skills=["/skills/"],
+        middleware=[_VolatileNote()],
+        subagents=[{"name": "helper", "description": "helps", "system_prompt": "HELPER SPEC",
+                    "model": helper}],
+    ).invoke(USER)
+    prompt = main.requests[0].system_prompt or ""
+    marks = ["USER PART", "PROFILE BASE", "## Planning", "MEMORY TEXT", "greet", "## Files",
+             "## Shell", "NOTE", "PROFILE SUFFIX"]
+    assert all(mark in prompt for mark in marks), [m for m in marks if m not in prompt]
+    assert [prompt.index(m) for m in marks] == sorted(prompt.index(m) for m in marks)
+    assert prompt.endswith("\n\nPROFILE SUFFIX")  # after the volatile section too
+    helper_prompt = helper.requests[0].system_prompt or ""
+    assert helper_prompt.startswith("HELPER SPEC") and helper_prompt.endswith("\n\nHELPER SUFFIX")

@@ -155,7 +155,8 @@ def test_general_purpose_prompt_from_profile_wins_over_profile_base_suffix_follo
     prompt = _gp_run(HarnessProfile(
         base_system_prompt="PROFILE BASE", system_prompt_suffix="PROFILE SUFFIX",
         general_purpose_subagent=GeneralPurposeSubagentProfile(system_prompt="GP PROMPT")))
-    assert prompt.startswith(f"GP PROMPT\n\n{BASE_PROMPT}\n\nPROFILE SUFFIX")
+    assert prompt.startswith(f"GP PROMPT\n\n{BASE_PROMPT}\n\n")
+    assert prompt.endswith("\n\nPROFILE SUFFIX")  # the suffix is last in a subagent too
     assert "PROFILE BASE" not in prompt and "MAIN USER" not in prompt
 
 
@@ -164,7 +165,8 @@ def test_general_purpose_default_prompt_takes_the_profile_base_and_suffix() -> N
 
     prompt = _gp_run(HarnessProfile(base_system_prompt="PROFILE BASE",
                                     system_prompt_suffix="PROFILE SUFFIX"))
-    assert prompt.startswith(f"{GENERAL_PURPOSE_PROMPT}\n\nPROFILE BASE\n\nPROFILE SUFFIX")
+    assert prompt.startswith(f"{GENERAL_PURPOSE_PROMPT}\n\nPROFILE BASE\n\n")
+    assert prompt.endswith("\n\nPROFILE SUFFIX")
     assert "MAIN USER" not in prompt
 
 

@@ -86,7 +86,7 @@ def test_scaffolding_middleware_cannot_be_excluded(name: str) -> None:
         HarnessProfile(excluded_middleware=frozenset({cls}))
 
 
-@pytest.mark.parametrize("entry", ["", "  ", "pkg.mod:Class", "_Private"])
+@pytest.mark.parametrize("entry", ["", "  ", "pkg.mod:", "pkg mod:Class", "_Private"])
 def test_bad_middleware_names_are_refused(entry: str) -> None:
     with pytest.raises(ValueError):
         HarnessProfile(excluded_middleware=frozenset({entry}))

@@ -303,5 +303,6 @@ class ExecuteMiddleware(SectionPromptMixin, AgentMiddleware):
             EXECUTE_TOOL,
             EXECUTE_PROMPT if system_prompt is None else system_prompt,
             "conditional",
+            tools=frozenset({EXECUTE_TOOL}),  # left out where `execute` is not offered
         )
         self.tools = [_build_tool(self)]

@@ -105,7 +105,7 @@ class PlanningMiddleware(SectionPromptMixin, TodoListMiddleware):
         tool_description: str = WRITE_TODOS_DESCRIPTION,
     ) -> None:
         super().__init__(system_prompt=system_prompt, tool_description=tool_description)
-        self.section = PromptSection("planning", system_prompt)
+        self.section = PromptSection("planning", system_prompt, tools=frozenset({WRITE_TODOS_TOOL}))
         # Same schema and state update as LangChain's tool, with a short result: echoing
         # the whole list back would repeat it in every later request of the run.
         self.tools = [

@@ -69,6 +69,7 @@ __all__ = [
     "subagent_answer",
     "subagent_catalogue",
     "task_tool_description",
+    "task_tool_owner",
     "validate_subagent_spec",
 ]
 
@@ -599,6 +600,7 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         self.section = PromptSection(
             "subagents",
             f"{system_prompt}\n\nAvailable subagent types:\n{catalogue}" if system_prompt else "",
+            tools=frozenset({TASK_TOOL}),
         )
         self.system_prompt: str | None = self.section.text or system_prompt
         """The section's text (the prompt and the list), or `system_prompt` as given when
@@ -707,3 +709,15 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         with _subagent_tracing():
             result = await aattempt(spec["runnable"].ainvoke(payload, config), spec["name"])
         return self._finish(runtime, spec, result)
+
+
+def task_tool_owner(tools: Iterable[Any]) -> SubAgentMiddleware | None:
+    """The `SubAgentMiddleware` whose `task` tool is among `tools` (a tool call's
+    `runtime.tools`), or `None` when there is none (or it is a fork's refusing `task`)."""
+    for tool in tools:
+        if getattr(tool, "name", None) != TASK_TOOL:
+            continue
+        owner = getattr(getattr(tool, "coroutine", None), "__self__", None)
+        if isinstance(owner, SubAgentMiddleware):
+            return owner
+    return None

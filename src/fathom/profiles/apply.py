@@ -17,7 +17,17 @@ from fathom.profiles.harness import SCAFFOLDING_MIDDLEWARE, HarnessProfile
 from fathom.prompt import AssembledSystemMessage, PromptSection, sections_of
 from fathom.tool_answers import tool_error
 
-__all__ = ["ProfileToolsMiddleware", "apply_profile", "check_exclusions_matched", "tool_name"]
+__all__ = [
+    "SUFFIX_SECTION",
+    "ProfileToolsMiddleware",
+    "apply_profile",
+    "check_exclusions_matched",
+    "tool_name",
+]
+
+SUFFIX_SECTION = "profile_suffix"
+"""The name of the prompt section holding a harness profile's `system_prompt_suffix`, which
+is rendered after every other section (`PromptSection.last`)."""
 
 
 def tool_name(tool: Any) -> str:
@@ -119,8 +129,11 @@ def apply_profile(
     """`system_message` and the middleware `stack` changed as `profile` says.
 
     The prompt keeps the caller's part first; the `base` section becomes the profile's
-    base prompt and suffix. Excluded middleware leaves the stack (never the scaffolding),
-    extra middleware follows it, and the tool changes come last, so they see every tool.
+    base prompt, and the suffix is a section rendered last of all, after the sections the
+    middleware adds on each call (the prompt assembly order the Deep Agents API documents:
+    the caller's prompt, the base, then the suffix at the end). Excluded middleware leaves
+    the stack (never the scaffolding), extra middleware follows it, and the tool changes
+    come last, so they see every tool.
     With `check_exclusions`, an exclusion that matches none of the stack raises
     `ValueError` (see `check_exclusions_matched`).
     """
@@ -129,11 +142,16 @@ def apply_profile(
         check_exclusions_matched(profile, full)
     sections = sections_of(system_message)
     base = next((s for s in sections if s.name == "base"), None)
-    text = profile.prompt(base.text if base else "")
-    if base is not None:
-        sections[sections.index(base)] = PromptSection("base", text, base.stability)
-    elif text:
-        sections.append(PromptSection("base", text))
+    if profile.base_system_prompt is not None:
+        if base is not None:
+            sections[sections.index(base)] = PromptSection(
+                "base", profile.base_system_prompt, base.stability
+            )
+        else:
+            sections.append(PromptSection("base", profile.base_system_prompt))
+    if profile.system_prompt_suffix:
+        # after every section the middleware adds too (memory, skills, files, ...)
+        sections.append(PromptSection(SUFFIX_SECTION, profile.system_prompt_suffix, last=True))
     kept = [m for m in full if type(m).__name__ in SCAFFOLDING_MIDDLEWARE
             or not profile.excludes(m)]
     if profile.tool_description_overrides or profile.excluded_tools:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -32,7 +33,7 @@ def writer_model() -> ScriptedModel:
     return ScriptedModel(policy=policy)
 
 
-def build(worker: ScriptedModel, writer: ScriptedModel, ticks: list[int]):
+def build(worker: ScriptedModel, writer: ScriptedModel, ticks: list[int], **options):
     @tool
     def tick() -> str:
         """Counts how often the code reaches its first line."""
@@ -51,14 +52,15 @@ def build(worker: ScriptedModel, writer: ScriptedModel, ticks: list[int]):
         ],
         general_purpose_subagent=False,
         checkpointer=InMemorySaver(),
-        code_interpreter={"ptc": ["tick"]},
+        code_interpreter={"ptc": ["tick"], **options},
     )
     return graph, main
 
 
-async def test_an_approval_in_a_code_subagent_resumes_the_code_without_replaying_it():
+@pytest.mark.parametrize("options", [{}, {"snapshot_signing_key": "k"}], ids=["plain", "signed"])
+async def test_an_approval_in_a_code_subagent_resumes_the_code_without_replaying_it(options):
     worker, writer, ticks = echo_model(), writer_model(), []
-    graph, main = build(worker, writer, ticks)
+    graph, main = build(worker, writer, ticks, **options)
     config = {"configurable": {"thread_id": "t"}}
 
     paused = await graph.ainvoke(user(), config, version="v2")

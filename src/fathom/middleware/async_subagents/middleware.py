@@ -92,7 +92,9 @@ class AsyncSubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
         if system_prompt:
             listing = "\n".join(f"- {s['name']}: {s['description']}" for s in async_subagents)
             text = f"{system_prompt}\n\nAvailable async subagent types:\n\n{listing}"
-        self.section = PromptSection("async_subagents", text)
+        self.section = PromptSection(
+            "async_subagents", text, tools=frozenset(tool.name for tool in self.tools)
+        )
         self.system_prompt: str | None = text or system_prompt
         """The section's text (the prompt and the list), or `system_prompt` as given when
         it is empty or `None`: the reference's attribute."""

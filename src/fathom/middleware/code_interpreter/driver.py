@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -50,9 +51,12 @@ from fathom.middleware.code_interpreter.schema import (
     parse_answer,
     schema_instruction,
 )
+from fathom.middleware.code_interpreter.session import seal, unseal
 from fathom.tool_answers import Failure, aattempt, exception_text
 
 __all__ = ["EvalContext", "build_driver", "current_eval"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -201,8 +205,21 @@ async def _drive(start: Any, ctx: EvalContext, limits: CodeInterpreterLimits,
             task.cancel()
 
 
-def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
-    """The compiled driver graph for one middleware's limits and allowed tools."""
+_TAMPERED = (
+    "the interpreter's saved state failed its integrity check (snapshot_signing_key) and "
+    "was discarded; run the code again."
+)
+
+
+def build_driver(
+    limits: CodeInterpreterLimits, tool_names: list[str], signing_key: bytes | None = None
+) -> Any:
+    """The compiled driver graph for one middleware's limits and allowed tools.
+
+    With `signing_key`, every dump it stores (the session, and the snapshot kept while
+    subagents run or wait for approval) is signed, and one whose signature is missing or
+    wrong is discarded rather than loaded (`session.seal` / `session.unseal`).
+    """
     setup = prelude(tool_names)
 
     async def run(state: DriverState, config: RunnableConfig) -> dict[str, Any]:
@@ -222,8 +239,11 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
             async with session:
                 try:
                     if state.get("snapshot"):
-                        snap = await session.load_snapshot(state.get("snapshot") or b"",
-                                                           print_callback=on_print)
+                        raw = unseal(state.get("snapshot"), signing_key)
+                        if raw is None:
+                            return {"error": _TAMPERED, "output": "".join(printed),
+                                    "done": True, "snapshot": None}
+                        snap = await session.load_snapshot(raw, print_callback=on_print)
                         answers = state.get("results") or {}
                         ids = getattr(snap, "pending_call_ids", [])
                         snap = await _resume(snap,
@@ -232,8 +252,13 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
                                     if int(k) not in ids}
                     else:
                         leftover = {}
-                        if state.get("session"):
-                            await session.load_session(state.get("session") or b"")
+                        stored = state.get("session")
+                        kept = unseal(stored, signing_key) if stored else None
+                        if stored and kept is None:
+                            logger.warning("Discarding an interpreter session whose signature "
+                                           "is missing or wrong; the code starts afresh.")
+                        if kept:
+                            await session.load_session(kept)
                         elif setup:
                             await session.feed_run(setup, print_callback=on_print)
                         snap = await session.feed_start(state.get("code") or "",
@@ -244,12 +269,13 @@ def build_driver(limits: CodeInterpreterLimits, tool_names: list[str]) -> Any:
                     return {"error": describe_failure(error, limits), "output": "".join(printed),
                             "done": True, "snapshot": None}
                 if isinstance(snap, MontyComplete):
-                    blob = await session.dump() if ctx.keep_session else None
+                    blob = seal(await session.dump(), signing_key) if ctx.keep_session else None
                     value = snap.output
                     return {"result": None if value is None else render_value(plain(value)),
                             "session": blob, "snapshot": None, "done": True,
                             "output": "".join(printed)}
-                return {"snapshot": snap.dump(), "pending": pending, "host_calls": host_calls,
+                return {"snapshot": seal(snap.dump(), signing_key), "pending": pending,
+                        "host_calls": host_calls,
                         "results": {"__replace__": leftover}, "output": "".join(printed)}
 
     def route(state: DriverState) -> Any:

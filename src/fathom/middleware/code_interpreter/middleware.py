@@ -11,6 +11,8 @@ inside a subagent pauses and resumes the code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,10 +31,13 @@ from fathom.middleware.code_interpreter.session import (
     SESSION_KEY,
     CodeInterpreterState,
     Persistence,
+    signing_key,
 )
-from fathom.middleware.subagents import SubAgentMiddleware
-from fathom.prompt import PromptSection, SectionPromptMixin
+from fathom.middleware.subagents import TASK_TOOL, SubAgentMiddleware, task_tool_owner
+from fathom.prompt import PromptSection, SectionPromptMixin, offered_tool_names
 from fathom.tool_answers import tool_error
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["EVAL_TOOL", "EVAL_TOOL_DESCRIPTION", "CodeInterpreterMiddleware", "require_monty"]
 
@@ -102,21 +107,87 @@ def _allowed_tools(ptc: Sequence[Any], available: Sequence[Any]) -> dict[str, Ba
     return allowed
 
 
+_UNSET: Any = object()
+
+
+def _persistence(persistence: Persistence | None, mode: Persistence | None) -> Persistence:
+    """`persistence=`, or the reference's `mode=` for it (the same values)."""
+    if persistence is not None and mode is not None and persistence != mode:
+        raise ValueError(
+            f"persistence={persistence!r} and mode={mode!r} disagree; `mode` is the "
+            "reference's name for `persistence`, give one of them."
+        )
+    chosen = persistence or mode or "thread"
+    if chosen not in PERSISTENCE_MODES:
+        raise ValueError(
+            f"persistence={chosen!r}; use one of {', '.join(map(repr, PERSISTENCE_MODES))}."
+        )
+    return chosen
+
+
+def _limits(
+    limits: CodeInterpreterLimits | Mapping[str, Any] | None, *, timeout: float | None,
+    memory_limit: int | None, max_ptc_calls: Any, max_result_chars: int | None,
+    max_subagent_concurrency: int | None,
+) -> CodeInterpreterLimits:
+    """`limits` with the reference's keywords laid over it (each maps to one field)."""
+    base = limits if isinstance(limits, CodeInterpreterLimits) else CodeInterpreterLimits(
+        **dict(limits or {}))
+    if max_ptc_calls is None:
+        raise ValueError(
+            "max_ptc_calls=None (no limit on task()/tools calls per eval) is not supported: "
+            "the sandbox always bounds them. Give a number, as large as you need."
+        )
+    given = {
+        "timeout_s": timeout,
+        "max_memory_bytes": memory_limit,
+        "max_host_calls": None if max_ptc_calls is _UNSET else max_ptc_calls,
+        "max_result_chars": max_result_chars,
+        "max_concurrency": max_subagent_concurrency,
+    }
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
 class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
     """Adds the `eval` tool: model-written Python, run in the Monty sandbox.
 
     Args:
         subagents: What `task()` in the code runs: the agent's `SubAgentMiddleware` (the
             same subagents, tools, backend and usage accounting as the `task` tool), or
-            subagent specs to build one from. `None`: the code has no subagents.
+            subagent specs to build one from. `True` (the default, as in the reference's
+            `CodeInterpreterMiddleware`): the subagents of the agent's own `task` tool,
+            found at each `eval`, or none when the agent has no `task` tool. `False` or
+            `None`: the code has no subagents (delegation goes through `task` itself,
+            which keeps per-call approvals).
         ptc: Programmatic tool calling: the tools the code may call as
             `await tools.<name>(**args)`, as tools or as names of `available_tools`.
-            Off (empty) by default.
+            Off (empty, or `None`) by default.
         available_tools: Where names in `ptc` are looked up.
         persistence: How long the code's variables live: `"thread"` (all turns of the
             thread, checkpointed with it), `"turn"` (one run) or `"call"` (one `eval`).
+            `mode` is the reference's name for it.
         limits: A `CodeInterpreterLimits` or a dict of its fields (time, memory, host
             calls per `eval`, concurrency, result size).
+        timeout: Seconds of sandboxed execution per `eval` (`limits.timeout_s`).
+        memory_limit: Bytes the code may allocate (`limits.max_memory_bytes`).
+        max_ptc_calls: `task()` and `tools.<name>()` calls per `eval`
+            (`limits.max_host_calls`); the count cannot be switched off (`None` is refused).
+        max_result_chars: The answer is clipped to this (`limits.max_result_chars`).
+        max_subagent_concurrency: Subagents and tools running at once for one `eval`
+            (`limits.max_concurrency`).
+        capture_console: With `False`, what the code prints is not returned, only the
+            value of its last expression.
+        tool_name: The tool's name (default `eval`).
+        max_snapshot_bytes: A saved session (the variables kept between calls) larger than
+            this is dropped, so the next `eval` starts afresh; `None`: no limit.
+        snapshot_signing_key: Sign what is checkpointed of the interpreter (its session,
+            and its suspended state while subagents run) with HMAC-SHA256 under this key;
+            a dump whose signature is missing or wrong is discarded, never loaded. Use the
+            same key in every process that shares the threads.
+
+    The keywords from `timeout` on are the reference's (`langchain-quickjs`) with the same
+    meaning; its defaults differ (see `CodeInterpreterLimits`). A value given both in
+    `limits` and as a keyword takes the keyword's.
 
     Raises:
         ImportError: `pydantic-monty` is not installed (`pip install 'fathom[code]'`).
@@ -126,34 +197,78 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
 
     def __init__(
         self,
-        subagents: SubAgentMiddleware | Sequence[Mapping[str, Any]] | None = None,
+        subagents: SubAgentMiddleware | Sequence[Mapping[str, Any]] | bool | None = True,
         *,
-        ptc: Sequence[BaseTool | Callable[..., Any] | str] = (),
+        ptc: Sequence[BaseTool | Callable[..., Any] | str] | None = (),
         available_tools: Sequence[Any] = (),
-        persistence: Persistence = "thread",
+        persistence: Persistence | None = None,
         limits: CodeInterpreterLimits | Mapping[str, Any] | None = None,
+        mode: Persistence | None = None,
+        timeout: float | None = None,
+        memory_limit: int | None = None,
+        max_ptc_calls: int | None = _UNSET,
+        max_result_chars: int | None = None,
+        max_subagent_concurrency: int | None = None,
+        capture_console: bool = True,
+        tool_name: str = EVAL_TOOL,
+        max_snapshot_bytes: int | None = None,
+        snapshot_signing_key: str | bytes | None = None,
     ) -> None:
         super().__init__()
         require_monty()
-        if persistence not in PERSISTENCE_MODES:
-            raise ValueError(
-                f"persistence={persistence!r}; use one of "
-                f"{', '.join(map(repr, PERSISTENCE_MODES))}."
-            )
-        if isinstance(subagents, SubAgentMiddleware) or subagents is None:
-            self.subagents = subagents
-        else:
+        self.persistence: Persistence = _persistence(persistence, mode)
+        self.find_subagents = subagents is True
+        """Whether `task()` runs the subagents of the agent's own `task` tool, found at
+        each `eval` (`subagents=True`)."""
+        if isinstance(subagents, SubAgentMiddleware) or subagents in (None, True, False):
+            self.subagents = subagents if isinstance(subagents, SubAgentMiddleware) else None
+        elif isinstance(subagents, Sequence) and not isinstance(subagents, str | bytes):
             self.subagents = SubAgentMiddleware(list(subagents))
-        self.persistence: Persistence = persistence
-        self.limits = (limits if isinstance(limits, CodeInterpreterLimits)
-                       else CodeInterpreterLimits(**dict(limits or {})))
-        self.ptc_tools = _allowed_tools(list(ptc), list(available_tools))
-        self._driver = build_driver(self.limits, list(self.ptc_tools))
-        self.section = PromptSection("code_interpreter", _PROMPT if self.subagents else "")
+        else:
+            raise TypeError(
+                "subagents must be a SubAgentMiddleware, a list of subagent specs, True (the "
+                f"agent's own task tool), or False/None (no subagents), not {subagents!r}."
+            )
+        self.limits = _limits(limits, timeout=timeout, memory_limit=memory_limit,
+                              max_ptc_calls=max_ptc_calls, max_result_chars=max_result_chars,
+                              max_subagent_concurrency=max_subagent_concurrency)
+        if not (isinstance(tool_name, str) and tool_name.isidentifier()):
+            raise ValueError(f"tool_name must be a name such as 'eval', not {tool_name!r}.")
+        self.tool_name = tool_name
+        self.capture_console = bool(capture_console)
+        if max_snapshot_bytes is not None and (
+            isinstance(max_snapshot_bytes, bool) or not isinstance(max_snapshot_bytes, int)
+            or max_snapshot_bytes < 1
+        ):
+            raise ValueError(
+                f"max_snapshot_bytes must be a positive int or None, not {max_snapshot_bytes!r}."
+            )
+        self.max_snapshot_bytes = max_snapshot_bytes
+        self.ptc_tools = _allowed_tools(list(ptc or ()), list(available_tools))
+        self._driver = build_driver(self.limits, list(self.ptc_tools),
+                                    signing_key(snapshot_signing_key))
+        self.section = PromptSection(
+            "code_interpreter",
+            _PROMPT.replace("`eval`", f"`{tool_name}`")
+            if self.subagents or self.find_subagents else "",
+            tools=frozenset({tool_name}),
+        )
         self.tools = [StructuredTool.from_function(
-            name=EVAL_TOOL, description=self._description(), func=self._eval_sync,
+            name=tool_name, description=self._description(), func=self._eval_sync,
             coroutine=self._aeval, args_schema=EvalInput, infer_schema=False,
         )]
+
+    def section_for_request(self, request: Any) -> PromptSection | None:
+        """The section about `task()` in code; with `subagents=True`, only while the
+        agent offers its `task` tool."""
+        if self.find_subagents and TASK_TOOL not in offered_tool_names(request.tools):
+            return None
+        return self.section
+
+    def _subagents_for(self, runtime: ToolRuntime) -> SubAgentMiddleware | None:
+        if self.subagents is not None or not self.find_subagents:
+            return self.subagents
+        return task_tool_owner(getattr(runtime, "tools", None) or ())
 
     def _description(self) -> str:
         catalogue = ""
@@ -186,8 +301,9 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
 
     def _eval_sync(self, code: str, runtime: ToolRuntime) -> ToolMessage:
         return tool_error(
-            content="Error: eval runs only in async runs of the agent (ainvoke / astream).",
-            tool_call_id=runtime.tool_call_id, name=EVAL_TOOL)
+            content=f"Error: {self.tool_name} runs only in async runs of the agent (ainvoke / "
+                    "astream).",
+            tool_call_id=runtime.tool_call_id, name=self.tool_name)
 
     def _clip(self, text: str) -> str:
         limit = self.limits.max_result_chars
@@ -197,10 +313,10 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
 
     async def _aeval(self, code: str, runtime: ToolRuntime) -> Command | ToolMessage:
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
-        tool_call_id = runtime.tool_call_id or EVAL_TOOL
+        tool_call_id = runtime.tool_call_id or self.tool_name
         config: dict[str, Any] = dict(runtime.config or {})
         ctx = EvalContext(
-            subagents=self.subagents, tools=self.ptc_tools, state=state,
+            subagents=self._subagents_for(runtime), tools=self.ptc_tools, state=state,
             tool_call_id=tool_call_id, writer=getattr(runtime, "stream_writer", None),
             semaphore=asyncio.Semaphore(self.limits.max_concurrency),
             recursion_limit=limit if isinstance(limit := config.get("recursion_limit"), int)
@@ -218,19 +334,28 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
             )
         finally:
             current_eval().reset(token)
-        printed = out.get("output") or ""
+        printed = (out.get("output") or "") if self.capture_console else ""
         if out.get("error"):
             text = f"Error: {out['error']}"
             if printed:
                 text += f"\n\nPrinted before the error:\n{printed}"
             return tool_error(content=self._clip(text), tool_call_id=tool_call_id,
-                               name=EVAL_TOOL)
+                               name=self.tool_name)
         parts = [printed.rstrip("\n")] if printed else []
         if out.get("result") is not None:
             parts.append(out["result"])
         message = ToolMessage(content=self._clip("\n".join(parts) or "(no value, no output)"),
-                              tool_call_id=tool_call_id, name=EVAL_TOOL)
+                              tool_call_id=tool_call_id, name=self.tool_name)
         update: dict[str, Any] = {**(out.get("updates") or {}), "messages": [message]}
         if self.persistence != "call":
-            update[SESSION_KEY] = out.get("session")
+            update[SESSION_KEY] = self._kept(out.get("session"))
         return Command(update=update)
+
+    def _kept(self, session: bytes | None) -> bytes | None:
+        """The session to checkpoint: dropped when over `max_snapshot_bytes`."""
+        limit = self.max_snapshot_bytes
+        if session is not None and limit is not None and len(session) > limit:
+            logger.warning("The interpreter session (%d bytes) is over max_snapshot_bytes=%d; "
+                           "it is dropped and the next call starts afresh.", len(session), limit)
+            return None
+        return session

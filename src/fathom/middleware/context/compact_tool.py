@@ -105,8 +105,9 @@ class SummarizationToolMiddleware(SectionPromptMixin, AgentMiddleware):
         super().__init__()
         self._summarization = summarization
         self.system_prompt = system_prompt
-        self.section = PromptSection("compacting", system_prompt or "")
         self.tools = [self._create_compact_tool()]
+        self.section = PromptSection("compacting", system_prompt or "",
+                                     tools=frozenset(tool.name for tool in self.tools))
 
     @property
     def summarization(self) -> Any:

@@ -871,10 +871,11 @@ class FilesystemMiddleware(SectionPromptMixin, AgentMiddleware[FilesState, Any, 
                 stacklevel=2,
             )
         selected = _selected_tools(tools)
-        self.section = PromptSection(
-            "filesystem", FILESYSTEM_PROMPT if system_prompt is None else system_prompt
-        )
         self.tools = [tool for tool in _build_tools(self) if tool.name in selected]
+        self.section = PromptSection(
+            "filesystem", FILESYSTEM_PROMPT if system_prompt is None else system_prompt,
+            tools=frozenset(tool.name for tool in self.tools),
+        )
         self._human_eviction = (
             None
             if human_message_token_limit_before_evict is None

@@ -11,7 +11,9 @@ Layer: foundation; it must not import capabilities, agent, project, server, prot
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,6 +28,7 @@ __all__ = [
     "HarnessProfile",
     "HarnessProfileConfig",
     "merge_profiles",
+    "resolve_class_path",
 ]
 
 SCAFFOLDING_MIDDLEWARE: frozenset[str] = frozenset({"FilesystemMiddleware", "SubAgentMiddleware"})
@@ -35,12 +38,48 @@ enforce) and the `task` tool depend on them."""
 MiddlewareSource = Sequence[AgentMiddleware] | Callable[[], Sequence[AgentMiddleware]]
 
 
+_CLASS_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+"""A `"module:Class"` entry: a dotted module path, a colon, a (dotted) attribute path."""
+
+
 def _entry_name(entry: object) -> str:
-    return entry if isinstance(entry, str) else getattr(entry, "__name__", repr(entry))
+    """The class name an entry names: a class's, a class path's last part, or the name."""
+    if isinstance(entry, str):
+        return entry.rpartition(":")[2].rpartition(".")[2] if ":" in entry else entry
+    return getattr(entry, "__name__", repr(entry))
+
+
+def resolve_class_path(entry: str) -> type[AgentMiddleware]:
+    """The middleware class a `"module:Class"` entry names, imported now.
+
+    Raises:
+        ValueError: the module cannot be imported, it has no such attribute, or the
+            attribute is not an `AgentMiddleware` class; the message names the entry.
+    """
+    module_name, _, qualname = entry.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(
+            f"excluded_middleware entry {entry!r} names a class that cannot be imported "
+            f"({type(error).__name__}: {error}); fix the module path or the class name."
+        ) from error
+    if not (isinstance(found, type) and issubclass(found, AgentMiddleware)):
+        raise ValueError(
+            f"excluded_middleware entry {entry!r} names {found!r}, which is not a middleware "
+            "class (a subclass of AgentMiddleware)."
+        )
+    return found
 
 
 def _check_excluded_middleware(entries: frozenset[Any]) -> None:
-    """Raise for malformed `excluded_middleware` entries and for scaffolding ones."""
+    """Raise for malformed `excluded_middleware` entries and for scaffolding ones.
+
+    A `"module:Class"` entry is only checked for its form here; its class is imported when
+    the profile is applied to an agent (`HarnessProfile.excludes`), not when it is made.
+    """
     for entry in entries:
         if isinstance(entry, type):
             continue
@@ -51,10 +90,12 @@ def _check_excluded_middleware(entries: frozenset[Any]) -> None:
         if not entry.strip():
             raise ValueError("excluded_middleware entries must be non-empty names.")
         if ":" in entry:
-            raise ValueError(
-                f"excluded_middleware entry {entry!r} looks like a class path; give the "
-                "middleware's name (its `.name`, usually the class name) instead."
-            )
+            if not _CLASS_PATH.fullmatch(entry):
+                raise ValueError(
+                    f"excluded_middleware entry {entry!r} is neither a middleware name nor a "
+                    "class path: write a class path as 'package.module:ClassName'."
+                )
+            continue  # a class path may name a private class: that is what it is for
         if entry.startswith("_"):
             raise ValueError(
                 f"excluded_middleware entry {entry!r} names private middleware, which is not "
@@ -124,8 +165,10 @@ class HarnessProfile:
         tool_description_overrides: Tool name -> new description, for built-in and caller
             tools alike.
         excluded_tools: Tool names the model is not shown.
-        excluded_middleware: Middleware (by `.name` or class) removed from the stack; the
-            filesystem and subagent middleware cannot be removed.
+        excluded_middleware: Middleware removed from the stack: by `.name` (or class name),
+            by class, or by class path `"package.module:ClassName"` (imported when the
+            profile is applied, so use it only in trusted configuration: it runs that
+            module's code); the filesystem and subagent middleware cannot be removed.
         extra_middleware: Middleware added to the stack (or a factory returning it, called
             for each agent built, so no instance is shared between agents).
         general_purpose_subagent: Changes to the default subagent.
@@ -151,8 +194,15 @@ class HarnessProfile:
         return list(source() if callable(source) else source)
 
     def excludes(self, middleware: AgentMiddleware) -> bool:
-        """Whether `middleware` is one that `excluded_middleware` removes."""
+        """Whether `middleware` is one that `excluded_middleware` removes.
+
+        A `"module:Class"` entry is imported here, the first time the profile is applied
+        (so only a profile in use imports code), and then matches like the class itself;
+        one that cannot be imported raises `ValueError` naming it.
+        """
         for entry in self.excluded_middleware:
+            if isinstance(entry, str) and ":" in entry:
+                entry = resolve_class_path(entry)
             if isinstance(entry, str) and entry in (middleware.name, type(middleware).__name__):
                 return True
             if isinstance(entry, type) and isinstance(middleware, entry):
@@ -247,7 +297,8 @@ class HarnessProfileConfig:
     """The declarative part of a `HarnessProfile`, loadable from YAML or JSON.
 
     Middleware instances cannot be written in a file, so there is no `extra_middleware`;
-    `excluded_middleware` holds names. `from_dict` / `to_dict` round-trip; `from_file`
+    `excluded_middleware` holds names and class paths (`"package.module:ClassName"`,
+    imported when the profile is applied). `from_dict` / `to_dict` round-trip; `from_file`
     reads `.json`, `.yaml` or `.yml`.
     """
 
