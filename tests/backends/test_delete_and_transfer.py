@@ -351,3 +351,31 @@ def test_a_download_answers_an_invalid_path_in_its_place(kind: str) -> None:
         ErrorKind.NOT_FOUND,
     ]
     assert answers[1].content == BINARY
+
+
+@pytest.mark.parametrize("kind", ["store", "disk", "composite"])
+def test_a_relative_transfer_path_is_read_from_the_root_as_every_other_operation_does(
+    kind: str, tmp_path: Any
+) -> None:
+    """`upload_files([("notes/a.txt", …)])` lands at `/notes/a.txt`, where `read` and the
+    file tools find it, and `download_files(["notes/a.txt"])` reads it back. The reference's
+    disk backend in virtual mode does the same, so such code keeps working; its in-memory
+    backends would store a key no tool could read."""
+    backend: Any = {
+        "store": store_backend,
+        "disk": lambda: FilesystemBackend(root_dir=tmp_path, virtual_mode=True),
+        "composite": lambda: CompositeBackend(
+            store_backend(), {"/disk/": FilesystemBackend(root_dir=tmp_path, virtual_mode=True)}
+        ),
+    }[kind]()
+    [uploaded] = backend.upload_files([("notes/a.txt", b"hello\n")])
+    assert uploaded.error is None
+    assert backend.read("/notes/a.txt").file_data["content"] == "hello\n"
+    [downloaded] = backend.download_files(["notes/a.txt"])
+    assert (downloaded.error, downloaded.content) == (None, b"hello\n")
+
+
+def test_a_relative_upload_to_state_is_stored_under_the_root() -> None:
+    results = state_backend().upload_files([("notes/a.txt", b"hello\n")])
+    assert [r.error for r in results] == [None]
+    assert list(results.files_update) == ["/notes/a.txt"]
