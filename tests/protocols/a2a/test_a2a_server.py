@@ -102,15 +102,18 @@ async def test_a_context_is_a_thread_that_the_next_task_continues(
     assert {r["status"] for r in runs} == {"success"}
 
 
-async def test_a_context_id_that_is_no_thread_id_maps_to_one_thread(
+async def test_a_context_id_naming_a_thread_made_through_the_api_continues_that_thread(
     served: tuple[str, Gated],
 ) -> None:
     url, _ = served
-    first = await _send(f"{url}/a2a/echo", user_message("a", context_id="my chat #1"))
-    second = await _send(f"{url}/a2a/echo", user_message("b", context_id="my chat #1"))
-    assert first.context_id == second.context_id == "my chat #1"
+    lg = get_client(url=url)
+    await lg.threads.create(thread_id="my-chat-1")
+    first = await _send(f"{url}/a2a/echo", user_message("a", context_id="my-chat-1"))
+    second = await _send(f"{url}/a2a/echo", user_message("b", context_id="my-chat-1"))
+    assert first.context_id == second.context_id == "my-chat-1"
     assert get_message_text(second.status.message) == "echo: b"
-    assert len(second.history) >= 1
+    thread = await lg.threads.get("my-chat-1")
+    assert [m["content"] for m in thread["values"]["messages"]] == ["a", "echo: a", "b", "echo: b"]
 
 
 # ---------------------------------------------------------------------------- stream

@@ -64,6 +64,10 @@ class AsyncSubAgent(TypedDict):
     mode: NotRequired[Literal["isolated", "fork"]]
     """`isolated` (default) sends only the task; `fork` sends the parent's conversation
     first, then the task."""
+    client: NotRequired[Any]
+    """What the tools call instead of an Agent Protocol client for `url`: an object with the
+    `threads` and `runs` methods of `langgraph_sdk`'s client that the tools use (fathom's
+    own extension; `fathom.a2a.a2a_async_subagent` sets one that speaks A2A)."""
 
 
 ASYNC_SUBAGENT_KEYS = frozenset(AsyncSubAgent.__annotations__)

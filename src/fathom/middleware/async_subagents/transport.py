@@ -5,6 +5,8 @@
   which targets `langgraph-api` in process.
 - `url`: HTTP with the spec's `headers` and an API key from the environment
   (`LANGGRAPH_API_KEY`, `LANGSMITH_API_KEY`, `LANGCHAIN_API_KEY`, then `FATHOM_API_KEY`).
+- `client`: the spec's own object with the SDK client's `threads` and `runs` methods
+  (`fathom.a2a.a2a_async_subagent`: an A2A agent), used as it is.
 
 It also papers over servers that implement less of the API: a thread without `values` or
 `interrupts` is completed from `threads.get_state`, and a server that refuses
@@ -77,6 +79,8 @@ class ClientPool:
 
     def get(self, spec: AsyncSubAgent) -> LangGraphClient:
         """The client for `spec`'s server, in the running loop."""
+        if (own := spec.get("client")) is not None:
+            return own  # the spec brings its own (an A2A agent, say): one for every loop
         loop = asyncio.get_running_loop()
         clients = self._clients.setdefault(loop, {})
         url = spec.get("url")

@@ -14,7 +14,6 @@ returns an :class:`A2AReply` (the answer's text, the task and context ids, the t
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -161,7 +160,7 @@ def a2a_tool(
 
     async def call(message: str, config: RunnableConfig, task_id: str | None = None) -> str:
         thread = _caller_thread(config)
-        context_id = contexts.get(thread) or str(uuid.uuid4())
+        context_id = contexts.get(thread)  # None at first: the agent starts a context
         reply = await agent.send(message, context_id=context_id, task_id=task_id)
         if reply.context_id:
             contexts[thread] = reply.context_id
