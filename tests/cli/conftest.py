@@ -64,8 +64,9 @@ def fathom_env(home: Path, **extra: str) -> dict[str, str]:
         # for the answer and then print a warning about the terminal.
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
-    if "TMPDIR" in os.environ:
-        env["TMPDIR"] = os.environ["TMPDIR"]
+    for name in ("TMPDIR", "PYTHONPATH"):  # PYTHONPATH: the source tree under test
+        if name in os.environ:
+            env[name] = os.environ[name]
     env.update(extra)
     return env
 

@@ -67,6 +67,9 @@ def mcp_report(servers: Any) -> str:
         lines.append(line)
         if status.tools and status.state == "connected":
             lines.append("  tools: " + ", ".join(status.tools))
+            lines.append("  runs them without asking (auto_approve = true)" if status.auto_approve
+                         else "  asks before each call (auto_approve = true in its entry "
+                         "skips that)")
     return "\n".join(lines)
 
 
