@@ -180,4 +180,4 @@ async def test_mcp_serve_without_langgraph_json_serves_the_project_agent(
     assert not result.isError, result.content
     assert result.structuredContent is not None
     assert result.structuredContent["answer"] == "calc said 5"  # its MCP tool ran, too
-    assert (fathom_project.project / ".fathom" / "mcp" / "threads.sqlite").is_file()
+    assert (fathom_project.project / ".fathom" / "threads.sqlite").is_file()
