@@ -1,11 +1,13 @@
 """`/mcp` on a fathom server: each assistant an MCP tool, over the MCP SDK's own streamable
 HTTP client, against a real server (uvicorn, in this event loop) with the protocol routes
-`fathom serve` mounts, behind an API key or a `langgraph_sdk.Auth` handler."""
+`fathom serve` mounts, behind an API key or a `langgraph_sdk.Auth` handler; and once against
+the `fathom serve` command itself."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from langgraph_sdk import Auth
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from tests.protocols.a2a.support import serve
+from tests.server.servers import ServerProcess, copy_deployment
 
 from fathom import create_deep_agent
 from fathom.protocols.mcp.routes import assistant_tools, tool_name
@@ -156,3 +159,22 @@ def test_a_name_given_twice_gets_the_assistant_ids_start() -> None:
          "graph_id": "echo"},
     ])
     assert list(tools) == ["echo", "echo_0f1e2d3c"]
+
+
+async def test_the_fathom_serve_command_answers_mcp_behind_its_api_key(tmp_path: Path) -> None:
+    process = ServerProcess("fathom", workdir=copy_deployment(tmp_path / "deploy"),
+                            extra_args=("--api-key", KEY))
+    process.start()
+    try:
+        async with httpx.AsyncClient() as http:
+            refused = await http.post(f"{process.url}/mcp", json=INITIALIZE, headers={
+                "accept": "application/json, text/event-stream"})
+        async with _mcp(process.url, {"x-api-key": KEY}) as session:
+            names = {t.name for t in (await session.list_tools()).tools}
+            result = await session.call_tool("agent", {"message": "over the command"})
+    finally:
+        process.stop()
+    assert refused.status_code == 401
+    assert {"agent", "weather", "slow_agent"} <= names
+    assert not result.isError, result.content
+    assert result.content[0].text == "echo: over the command"  # type: ignore[union-attr]
