@@ -241,6 +241,23 @@ async def test_respond_gives_the_model_the_message_instead_of_the_tools_result(
     assert done["result"] == "finished: said by a person"
 
 
+async def test_of_two_answers_sent_at_once_one_is_taken_and_the_other_refused(
+    deployment: Path,
+) -> None:
+    async with _session(deployment) as session:
+        task_id = _payload(await session.call_tool(
+            "start_task", {"description": "echo once"}))["task_id"]
+        await _until(session, task_id, "waiting")
+        answers = await asyncio.gather(*(session.call_tool(
+            "answer_approval", {"task_id": task_id, "decision": decision})
+            for decision in ("approve", "reject")))
+        done = await _until(session, task_id, "success", "error")
+    refused = [a for a in answers if a.isError]
+    assert len(refused) == 1
+    assert "not waiting for an approval" in refused[0].content[0].text  # type: ignore[union-attr]
+    assert done["status"] == "success"
+
+
 async def test_answer_approval_refuses_a_task_that_is_not_waiting(deployment: Path) -> None:
     async with _session(deployment) as session:
         task_id = _payload(await session.call_tool(

@@ -140,6 +140,7 @@ class AgentTools:
         self.tasks = tasks
         self._index, self._model, self._project = index, model, project or Path.cwd()
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._answering = asyncio.Lock()  # two answers to one task: the second is refused
 
     def _new_id(self) -> str:
         return self._index.new_thread_id() if self._index is not None else str(uuid.uuid4())
@@ -277,15 +278,16 @@ class AgentTools:
     async def answer_approval(self, task_id: str, decision: str, message: str | None = None,
                               args: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Answer the approvals a waiting task asks for; it continues in the background."""
-        record = await self._current(task_id)
-        if record.status != "waiting":
-            raise ToolError(f"task {record.task_id} is {record.status}, not waiting for an "
-                            "approval; check_task shows what it does")
-        interrupts, _, _ = await self._interrupts(record.task_id)
-        resume = resume_for(interrupts, decision, message=message, args=args)
-        record = record.but(status="running", owner=os.getpid())
-        await self.tasks.save(record)
-        self._start(record, Command(resume=resume))
+        async with self._answering:
+            record = await self._current(task_id)
+            if record.status != "waiting":
+                raise ToolError(f"task {record.task_id} is {record.status}, not waiting for an "
+                                "approval; check_task shows what it does")
+            interrupts, _, _ = await self._interrupts(record.task_id)
+            resume = resume_for(interrupts, decision, message=message, args=args)
+            record = record.but(status="running", owner=os.getpid())
+            await self.tasks.save(record)
+            self._start(record, Command(resume=resume))
         calls = [str(r.get("name")) for i in interrupts for r in i["value"]["action_requests"]]
         return {"task_id": record.task_id, "status": "running", "decision": decision,
                 "calls": calls}
