@@ -170,6 +170,26 @@ async def test_a_task_still_running_when_its_session_ends_is_reported_cancelled_
     assert "stopped before it finished" in report["error"]
 
 
+async def test_a_second_session_at_the_same_time_sees_the_first_ones_task_run_and_end(
+    deployment: Path, tmp_path: Path,
+) -> None:
+    async with _session(deployment) as first, _session(deployment) as second:
+        task_id = _payload(await first.call_tool(
+            "start_task", {"description": "hold"}))["task_id"]
+        deadline = time.monotonic() + DEADLINE_S
+        while not (tmp_path / "holding").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        seen = _payload(await second.call_tool("check_task", {"task_id": task_id}))
+        assert seen["status"] == "running"  # its server process is alive
+        busy = await second.call_tool("ask", {"question": "hi", "thread_id": task_id})
+        assert "busy with a running task" in _error(busy)
+
+        (tmp_path / "release").write_text("go")
+        done = await _until(second, task_id, "success", "error", "cancelled")
+    assert done["status"] == "success"
+    assert done["result"] == "finished: released"
+
+
 async def test_check_task_on_an_unknown_id_lists_the_latest_tasks(deployment: Path) -> None:
     async with _session(deployment) as session:
         task_id = _payload(await session.call_tool(
