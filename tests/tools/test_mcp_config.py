@@ -35,6 +35,12 @@ def test_prefix_and_timeouts_are_configurable() -> None:
     assert (server.prefix, server.timeout, server.tool_timeout) == ("", 5.0, 2.5)
 
 
+def test_a_server_asks_for_approval_unless_it_says_auto_approve() -> None:
+    asking, trusted = parse_servers({"asking": {"command": "x"},
+                                     "trusted": {"command": "x", "auto_approve": True}})
+    assert (asking.auto_approve, trusted.auto_approve) == (False, True)
+
+
 @pytest.mark.parametrize(("entry", "message"), [
     ({"args": ["x"]}, "needs `command`"),
     ({"command": "x", "colour": "red"}, "unknown key(s) colour"),
@@ -42,6 +48,7 @@ def test_prefix_and_timeouts_are_configurable() -> None:
     ({"url": "localhost:80"}, "needs `url`"),
     ({"command": "x", "transport": "carrier-pigeon"}, "transport 'carrier-pigeon'"),
     ({"command": "x", "timeout": 0}, "'timeout' must be a positive number"),
+    ({"command": "x", "auto_approve": "yes"}, "'auto_approve' must be true or false"),
 ])
 def test_a_bad_entry_names_the_server_and_the_fix(entry: dict, message: str) -> None:
     with pytest.raises(McpConfigError, match="MCP server 'bad'") as caught:

@@ -67,6 +67,9 @@ def mcp_report(servers: Any) -> str:
         lines.append(line)
         if status.tools and status.state == "connected":
             lines.append("  tools: " + ", ".join(status.tools))
+            lines.append("  runs them without asking (auto_approve = true)" if status.auto_approve
+                         else "  asks before each call (auto_approve = true in its entry "
+                         "skips that)")
     return "\n".join(lines)
 
 
@@ -75,7 +78,8 @@ def add_mcp_parser(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="serve an agent as MCP tools (fathom mcp serve)")
     actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
     serve = actions.add_parser(
-        "serve", help="serve the agent as MCP tools: ask, start_task, check_task",
+        "serve", help="serve the agent as MCP tools: ask, start_task, check_task, "
+        "answer_approval",
         description="Serve an agent to MCP clients: a graph of a langgraph.json (--config, "
         "or ./langgraph.json), else the project's own agent (fathom.toml).",
     )  # fmt: skip
@@ -111,7 +115,7 @@ def _deployment_graph(path: Path, name: str | None) -> Any:
     return deployment.graphs[name]
 
 
-def _project_graph(args: argparse.Namespace, project: Path) -> Any:
+def _project_graph(args: argparse.Namespace, project: Path) -> tuple[Any, str]:
     from fathom.project.build import AgentSetup, build_agent, build_model, choose_model
     from fathom.project.config import load_config, project_sources
 
@@ -127,13 +131,14 @@ def _project_graph(args: argparse.Namespace, project: Path) -> Any:
     from langgraph.checkpoint.memory import InMemorySaver
 
     # A placeholder: the MCP server puts its own SQLite checkpointer in (GraphRegistry).
-    return build_agent(setup, InMemorySaver())
+    return build_agent(setup, InMemorySaver()), model_name
 
 
 def mcp_command(args: argparse.Namespace) -> int:
     """`fathom mcp serve`: returns the exit code."""
     from fathom.project.build import ModelSetupError
     from fathom.project.config import ConfigError
+    from fathom.project.threads import threads_db_path
     from fathom.protocols.mcp.server import serve_mcp
 
     # stdout is the protocol's channel over stdio: everything else goes to stderr.
@@ -145,12 +150,11 @@ def mcp_command(args: argparse.Namespace) -> int:
             if not config_path.is_file():
                 raise ConfigError(f"{config_path}: no such deployment file")
             graph = _deployment_graph(config_path.resolve(), args.graph)
-            state_dir = config_path.resolve().parent / ".fathom" / "mcp"
+            project, model = config_path.resolve().parent, ""
         else:
             if args.graph:
                 raise ConfigError("--graph needs a langgraph.json (--config)")
-            graph = _project_graph(args, project)
-            state_dir = project / ".fathom" / "mcp"
+            graph, model = _project_graph(args, project)
     except (ConfigError, ModelSetupError) as error:
         print(f"fathom mcp serve: {error}", file=sys.stderr)
         return 2
@@ -158,6 +162,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         print(f"fathom mcp serve: streamable HTTP at http://{args.host}:{args.port}/mcp",
               file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_mcp(graph, state_dir=state_dir, transport=args.transport,
-                              host=args.host, port=args.port))
+        asyncio.run(serve_mcp(graph, db_path=threads_db_path(project, Path.home()),
+                              transport=args.transport, host=args.host, port=args.port,
+                              model=model, project=project))
     return 0

@@ -195,7 +195,8 @@ class AgentSetup:
         return names - {""}
 
     def approvals(self) -> dict[str, bool]:
-        """`interrupt_on` for the agent: defaults and configured tools, less auto-approved.
+        """`interrupt_on` for the agent: defaults, configured tools and the tools of MCP
+        servers not configured with `auto_approve = true`, less auto-approved.
 
         Raises:
             ConfigError: a name in `--auto-approve`, `auto_approve` or `interrupt_on` that
@@ -215,7 +216,9 @@ class AgentSetup:
                 from fathom.middleware.human_in_the_loop import unknown_tools_message
 
                 raise ConfigError(unknown_tools_message(unknown, known, where))
-        gated = (set(DEFAULT_APPROVALS) | set(self.config.interrupt_on)) & self.tool_names()
+        asking = set(self.mcp.asking_tools()) if self.mcp is not None else set()
+        gated = (set(DEFAULT_APPROVALS) | set(self.config.interrupt_on) | asking) \
+            & self.tool_names()
         skipped = set(self.config.auto_approve) | set(self.auto_approve)
         return {tool: True for tool in sorted(gated - skipped)}
 

@@ -19,9 +19,14 @@ __all__ = ["server_routes"]
 
 def server_routes() -> list[BaseRoute]:
     """The protocol endpoints for a fathom app whose SDKs are installed: A2A at
-    `/a2a/{assistant_id}` (needs `fathom[a2a]`)."""
-    if importlib.util.find_spec("a2a") is None:
-        return []
-    from fathom.protocols.a2a.routes import a2a_routes
+    `/a2a/{assistant_id}` (needs `fathom[a2a]`) and MCP at `/mcp` (needs `fathom[mcp]`)."""
+    routes: list[BaseRoute] = []
+    if importlib.util.find_spec("a2a") is not None:
+        from fathom.protocols.a2a.routes import a2a_routes
 
-    return a2a_routes()
+        routes += a2a_routes()
+    if importlib.util.find_spec("mcp") is not None:
+        from fathom.protocols.mcp.routes import mcp_routes
+
+        routes += mcp_routes()
+    return routes

@@ -51,6 +51,8 @@ class ServerStatus:
     tools: list[str] = field(default_factory=list)
     error: str = ""
     transport: str = ""
+    auto_approve: bool = False
+    """Configured with `auto_approve = true`: the command runs its tools without asking."""
 
 
 def describe_error(error: BaseException) -> str:
@@ -82,7 +84,8 @@ class _Server:
 
     def __init__(self, config: McpServerConfig) -> None:
         self.config = config
-        self.status = ServerStatus(config.name, transport=str(config.connection["transport"]))
+        self.status = ServerStatus(config.name, transport=str(config.connection["transport"]),
+                                   auto_approve=config.auto_approve)
         self.tools: list[BaseTool] = []
         self.stop = asyncio.Event()
 
@@ -223,6 +226,12 @@ class McpServers:
     def status(self) -> list[ServerStatus]:
         """Each server's state and tools, in configuration order."""
         return [server.status for server in self._servers]
+
+    def asking_tools(self) -> list[str]:
+        """The connected tools (prefixed names) of the servers not configured with
+        `auto_approve = true`: those the `fathom` command asks about before each call."""
+        return [name for server in self._servers if not server.config.auto_approve
+                for name in server.status.tools]
 
     def failures(self) -> list[str]:
         """One line per server that did not start: its name and the cause."""

@@ -4,9 +4,11 @@ Both hold the same thing, a name → server table. A server is either a command 
 (`command`, `args`, `env`, `cwd`: the stdio transport) or a URL (`url`, `headers`: streamable
 HTTP, or `transport = "sse"` / `"websocket"`). Claude Code and Cursor write the same entries
 under a top-level `mcpServers` key in `.mcp.json` / `.cursor/mcp.json`, so those files are read
-as they are. fathom adds three optional keys: `prefix` (what tool names start with; default
-`"<server>_"`, `""` for none), `timeout` (seconds to start and list tools, default 30) and
-`tool_timeout` (seconds one call may take; default: no limit).
+as they are. fathom adds four optional keys: `prefix` (what tool names start with; default
+`"<server>_"`, `""` for none), `timeout` (seconds to start and list tools, default 60),
+`tool_timeout` (seconds one call may take; default: no limit) and `auto_approve` (`true`:
+the `fathom` command runs this server's tools without asking first; by default each call
+of an MCP tool waits for the person's approval, since a server's tool can do anything).
 
 A mistake raises `McpConfigError`, whose message names the server, the key and what is allowed.
 """
@@ -48,7 +50,7 @@ _TRANSPORTS = {
 }
 _KEYS = frozenset({
     "transport", "type", "command", "args", "env", "cwd", "url", "headers",
-    "prefix", "timeout", "tool_timeout",
+    "prefix", "timeout", "tool_timeout", "auto_approve",
 })  # fmt: skip
 
 
@@ -72,6 +74,8 @@ class McpServerConfig:
     """Seconds one tool call may take; `None` for no limit."""
     source: str = ""
     """Where it was configured (a file), for messages."""
+    auto_approve: bool = False
+    """Whether the `fathom` command runs this server's tools without asking first."""
 
 
 def _string_map(value: Any, where: str, key: str) -> dict[str, str]:
@@ -143,8 +147,11 @@ def _server(name: str, entry: Any, source: str) -> McpServerConfig:
     tool_timeout = (
         _seconds(entry["tool_timeout"], where, "tool_timeout") if "tool_timeout" in entry else None
     )
+    auto_approve = entry.get("auto_approve", False)
+    if not isinstance(auto_approve, bool):
+        raise McpConfigError(f"{where}: 'auto_approve' must be true or false")
     return McpServerConfig(name=name, connection=connection, prefix=prefix, timeout=timeout,
-                           tool_timeout=tool_timeout, source=source)
+                           tool_timeout=tool_timeout, source=source, auto_approve=auto_approve)
 
 
 def parse_servers(config: Mapping[str, Any], *, source: str = "") -> list[McpServerConfig]:

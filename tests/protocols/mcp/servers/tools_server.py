@@ -1,6 +1,6 @@
 """A FastMCP server for the tests: `add`, `shout`, `refuse` (a tool error) and `pid`.
 
-Run: python tools_server.py [stdio | http PORT]
+Run: python tools_server.py [stdio | http PORT | sse PORT]
 """
 
 import os
@@ -36,9 +36,9 @@ def pid() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "http":
+    if len(sys.argv) > 1 and sys.argv[1] in ("http", "sse"):
         server.settings.port = int(sys.argv[2])
         server.settings.host = "127.0.0.1"
-        server.run(transport="streamable-http")
+        server.run(transport="streamable-http" if sys.argv[1] == "http" else "sse")
     else:
         server.run()
