@@ -22,8 +22,6 @@ gives the same records: `fathom.measure.capture.read_capture`.
 A caller's calls are told apart by instance too: two runs of one subagent side by side
 (different `task` calls) are compared each with its own previous call, by the LangGraph
 namespace they run in.
-
-Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ The wire does not name the caller. Calls are grouped by their system prompt (`in
 or the first system or developer message): the first prompt seen is the main agent's
 (`agent`), later ones are subagents (`subagent`, `subagent-2`, ...). `names` maps a piece of
 a system prompt to the caller's name, e.g. `{"calendar assistant": "calendar"}`.
-
-Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations
