@@ -57,20 +57,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
 
 from fathom.models import resolve_model
-from fathom.patterns.workflow.contracts import (
-    Action,
-    ActionRegistry,
-    CheckVerdict,
-    Clarification,
-    Escalation,
-    EscalationChoice,
-    Plan,
-    RetryPolicy,
-    SubTask,
-    TaskResult,
-    TaskStatus,
-    WorkItem,
-)
+from fathom.patterns.workflow import contracts as _contracts
+from fathom.patterns.workflow.contracts import *  # noqa: F403 (the names in contracts.__all__)
+from fathom.patterns.workflow.contracts import Action, ActionRegistry
 from fathom.patterns.workflow.dispatch import Dispatcher
 from fathom.patterns.workflow.escalation import EscalationNode
 from fathom.patterns.workflow.metrics import TaskCost, WorkflowMetrics, workflow_metrics
@@ -90,22 +79,10 @@ from fathom.tracing.settings import active_handler
 
 __all__ = [
     "CHECKPOINT_TYPES",
-    "Action",
-    "ActionRegistry",
-    "CheckVerdict",
-    "Clarification",
-    "Escalation",
-    "EscalationChoice",
-    "Plan",
     "PlanOrderError",
-    "RetryPolicy",
     "StructuredOutputError",
-    "SubTask",
     "TaskCost",
     "TaskOrder",
-    "TaskResult",
-    "TaskStatus",
-    "WorkItem",
     "Worker",
     "WorkflowInput",
     "WorkflowMetrics",
@@ -118,6 +95,7 @@ __all__ = [
     "render_task",
     "workflow_metrics",
 ]
+__all__ += _contracts.__all__
 
 
 def intake(state: WorkflowState) -> dict[str, Any]:
