@@ -160,10 +160,7 @@ class EscalationNode:
         emitter()(
             "escalation_answered",
             f"a person chose {choice.action}",
-            action=choice.action,
-            worker=choice.worker,
-            note=choice.note,
-            task_ids=choice.task_ids,
+            **choice.model_dump(exclude={"round"}),
         )
         update: dict[str, Any] = {"escalations": [*(state.get("escalations") or []), choice]}
         results = state.get("results") or {}
