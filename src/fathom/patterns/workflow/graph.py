@@ -235,11 +235,11 @@ def create_plan_work_check_report(
 
     graph = StateGraph(WorkflowState, input_schema=WorkflowInput)
     graph.add_node("intake", intake)
-    graph.add_node("planner", RunnableLambda(plans.plan, afunc=plans.aplan, name="planner"))
+    graph.add_node("planner", RunnableLambda(plans.run, afunc=plans.arun, name="planner"))
     graph.add_node("ask", plans.ask)
     graph.add_node("worker", RunnableLambda(dispatch.work, afunc=dispatch.awork, name="worker"))
     graph.add_node("join", dispatch.join)
-    graph.add_node("checker", RunnableLambda(checks.check, afunc=checks.acheck, name="checker"))
+    graph.add_node("checker", RunnableLambda(checks.run, afunc=checks.arun, name="checker"))
     graph.add_node("escalate", escalation.escalate)
     graph.add_node(
         "reporter", RunnableLambda(reports.report, afunc=reports.areport, name="reporter")
