@@ -56,6 +56,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
 
+from fathom.errors import require_at_least_one
 from fathom.models import resolve_model
 from fathom.patterns.workflow import contracts as _contracts
 from fathom.patterns.workflow.contracts import *  # noqa: F403 (the names in contracts.__all__)
@@ -205,8 +206,7 @@ def create_plan_work_check_report(
                 f"action {action.name!r} allows unknown worker(s) {unknown}; "
                 f"workers are {list(workers)}"
             )
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    require_at_least_one("max_rounds", max_rounds)
     if max_parallel is not None and max_parallel < 1:
         raise ValueError(f"max_parallel must be at least 1 or None, not {max_parallel}")
     if output_retries < 0:

@@ -20,7 +20,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from fathom.backends.protocol import Plan, adrive, drive
-from fathom.errors import FathomError
+from fathom.errors import FathomError, require_at_least_one
 
 __all__ = ["StructuredCall", "StructuredNode", "StructuredOutputError", "named_config"]
 
@@ -94,8 +94,7 @@ class StructuredCall(Generic[T]):
         attempts: int,
         prompt_schema: type[BaseModel] | None = None,
     ) -> None:
-        if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, not {attempts}")
+        require_at_least_one("attempts", attempts)
         self.parse_as = parse_as
         self.agent_name = agent_name
         self.attempts = attempts
