@@ -52,6 +52,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
+from fathom import tool_answers
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
 from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error, tool_of
 
@@ -313,11 +314,8 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
     )
 
     def unknown(runtime: ToolRuntime, agent_name: str) -> ToolMessage:
-        return tool_error(
-            content=f"Error: there is no agent called {agent_name!r}. Use one of: "
-            f"{', '.join(names)}.",
-            tool_call_id=runtime.tool_call_id,
-            name=TASK_TOOL,
+        return tool_answers.unknown_name_error(
+            "agent", agent_name, names, tool_call_id=runtime.tool_call_id, name=TASK_TOOL
         )
 
     def task(agent_name: str, description: str, runtime: ToolRuntime) -> ToolMessage:
