@@ -9,13 +9,14 @@ Inside fathom, an expected failure is a value or a type (a backend result carrie
 `fathom.backends.errors.BackendError` with its `ErrorKind`); words are written once, at the
 edge that talks to the model (`fathom.middleware.filesystem.answers`) or to the person.
 
-Owns: `FathomError` and `require_at_least_one` (the message of a count argument below 1).
+Owns: `FathomError`, and the messages of two programmer errors written once:
+`require_at_least_one` (a count below 1) and `wrong_type` (an argument of the wrong type).
 Layer: core, the lowest; it imports nothing of fathom.
 """
 
 from __future__ import annotations
 
-__all__ = ["FathomError", "require_at_least_one"]
+__all__ = ["FathomError", "require_at_least_one", "wrong_type"]
 
 
 class FathomError(Exception):
@@ -26,3 +27,8 @@ def require_at_least_one(name: str, value: int) -> None:
     """Raise `ValueError` naming `name` when a count argument is below 1 (a programmer error)."""
     if value < 1:
         raise ValueError(f"{name} must be at least 1, not {value!r}")
+
+
+def wrong_type(where: str, value: object, expected: str) -> TypeError:
+    """The error for `where` (`skills[2]`, `workflow`) holding `value`, which is not `expected`."""
+    return TypeError(f"{where} is a {type(value).__name__}; expected {expected}")

@@ -53,6 +53,7 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from fathom import tool_answers
+from fathom.errors import wrong_type
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
 from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error, tool_of
 
@@ -271,10 +272,7 @@ def _check_registry(agents: Sequence[Subagent]) -> dict[str, Subagent]:
     registry: dict[str, Subagent] = {}
     for position, spec in enumerate(agents):
         if not isinstance(spec, Subagent):
-            raise TypeError(
-                f"agents[{position}] is a {type(spec).__name__}; expected "
-                "Subagent(name, description, agent)."
-            )
+            raise wrong_type(f"agents[{position}]", spec, "Subagent(name, description, agent).")
         if spec.name in registry:
             raise ValueError(f"Subagent names must be unique; {spec.name!r} is given twice.")
         registry[spec.name] = spec
