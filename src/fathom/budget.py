@@ -39,13 +39,13 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from fathom.errors import FathomError
 from fathom.pricing import Price, find_price, model_key
-from fathom.usage import UNNAMED_AGENT, AgentTotals
+from fathom.usage import UNNAMED_AGENT, AgentTotals, ai_messages
 
 __all__ = [
     "BUDGET_KEY",
@@ -552,14 +552,11 @@ class BudgetAccount(BaseCallbackHandler):
                 return
             name, model = started
             tokens_in = tokens_out = 0
-            for generations in response.generations:
-                for generation in generations:
-                    message = (generation.message if isinstance(generation, ChatGeneration)
-                               else None)
-                    usage = message.usage_metadata if isinstance(message, AIMessage) else None
-                    if usage:
-                        tokens_in += int(usage.get("input_tokens", 0))
-                        tokens_out += int(usage.get("output_tokens", 0))
+            for message in ai_messages(response):
+                usage = message.usage_metadata
+                if usage:
+                    tokens_in += int(usage.get("input_tokens", 0))
+                    tokens_out += int(usage.get("output_tokens", 0))
             price = self.budget.price(model)
             if price is None and model:
                 self._unpriced.add(model)

@@ -15,7 +15,7 @@ error root.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -28,6 +28,7 @@ from fathom.errors import FathomError
 
 __all__ = [
     "Failure", "aattempt", "attempt", "exception_text", "tool_answer", "tool_error", "tool_of",
+    "unknown_name_error",
 ]
 
 R = TypeVar("R")
@@ -58,6 +59,17 @@ def tool_error(
     failure record, for instance).
     """
     return _message("error", content, tool_call_id, name, artifact)
+
+
+def unknown_name_error(
+    kind: str, called: str, known: Iterable[str], *, tool_call_id: str | None, name: str
+) -> ToolMessage:
+    """The failed answer of tool `name` to a call naming `called`, which is no `kind` it
+    knows (an agent, a subagent): the names it does know, for the model to pick from."""
+    return tool_error(
+        content=f"Error: there is no {kind} called {called!r}. Use one of: {', '.join(known)}.",
+        tool_call_id=tool_call_id, name=name,
+    )
 
 
 def tool_answer(

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from uuid import UUID
 
 import httpx
@@ -45,12 +45,16 @@ __all__ = [
     "UNNAMED_AGENT",
     "AgentTotals",
     "AgentUsage",
+    "ChatModelCalls",
     "agent_name",
+    "ai_messages",
     "collect_async_usage",
     "task_usage",
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 TASK_USAGE_KEY = "fathom_usage"
 """Thread metadata key where an async subagent's runs add up their calls and tokens."""
@@ -84,14 +88,26 @@ class AgentTotals:
         self.output_tokens += other.output_tokens
 
 
-class AgentUsage(BaseCallbackHandler):
-    """A callback handler that adds up model calls and token usage per agent name."""
+def ai_messages(response: LLMResult) -> Iterator[AIMessage]:
+    """The chat messages a model call answered with, in order."""
+    for generations in response.generations:
+        for generation in generations:
+            message = generation.message if isinstance(generation, ChatGeneration) else None
+            if isinstance(message, AIMessage):
+                yield message
+
+
+class ChatModelCalls(BaseCallbackHandler, Generic[T]):
+    """A callback handler that follows each chat-model call from its start to its end.
+
+    `_started` turns a call that starts into what is kept for it until it ends; `_ended` or
+    `_failed` is given that back. All three run under the handler's lock (calls of parallel
+    subagents end on several threads).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: dict[UUID, str] = {}
-        self._totals: dict[str, AgentTotals] = {}
-        self._tasks: dict[str, tuple[str, AgentTotals]] = {}
+        self._running: dict[UUID, T] = {}
 
     def on_chat_model_start(
         self,
@@ -100,32 +116,59 @@ class AgentUsage(BaseCallbackHandler):
         *,
         run_id: UUID,
         metadata: dict[str, Any] | None = None,
+        invocation_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        name = agent_name(metadata)
+        request = messages[0] if messages else []
         with self._lock:
-            self._running[run_id] = name
-            self._totals.setdefault(name, AgentTotals()).calls += 1
+            self._running[run_id] = self._started(request, metadata or {}, invocation_params or {})
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
-            name = self._running.pop(run_id, None)
-            if name is None:
-                return
-            totals = self._totals[name]
-            for generations in response.generations:
-                for generation in generations:
-                    message = (
-                        generation.message if isinstance(generation, ChatGeneration) else None
-                    )
-                    usage = message.usage_metadata if isinstance(message, AIMessage) else None
-                    if usage:
-                        totals.input_tokens += usage.get("input_tokens", 0)
-                        totals.output_tokens += usage.get("output_tokens", 0)
+            call = self._running.pop(run_id, None)
+            if call is not None:
+                self._ended(call, response)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
-            self._running.pop(run_id, None)
+            call = self._running.pop(run_id, None)
+            if call is not None:
+                self._failed(call, error)
+
+    def _started(
+        self, request: list[BaseMessage], meta: dict[str, Any], params: dict[str, Any]
+    ) -> T:
+        raise NotImplementedError
+
+    def _ended(self, call: T, response: LLMResult) -> None:
+        raise NotImplementedError
+
+    def _failed(self, call: T, error: BaseException) -> None:
+        """Nothing by default: a failed call used no tokens that are reported."""
+
+
+class AgentUsage(ChatModelCalls[str]):
+    """A callback handler that adds up model calls and token usage per agent name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._totals: dict[str, AgentTotals] = {}
+        self._tasks: dict[str, tuple[str, AgentTotals]] = {}
+
+    def _started(
+        self, request: list[BaseMessage], meta: dict[str, Any], params: dict[str, Any]
+    ) -> str:
+        name = agent_name(meta)
+        self._totals.setdefault(name, AgentTotals()).calls += 1
+        return name
+
+    def _ended(self, call: str, response: LLMResult) -> None:
+        totals = self._totals[call]
+        for message in ai_messages(response):
+            usage = message.usage_metadata
+            if usage:
+                totals.input_tokens += usage.get("input_tokens", 0)
+                totals.output_tokens += usage.get("output_tokens", 0)
 
     def totals(self) -> dict[str, AgentTotals]:
         """A copy of the totals so far, by agent name."""

@@ -361,6 +361,16 @@ def test_switch_runs_the_failed_tasks_again_on_another_worker() -> None:
     assert len(run.checker.requests) == 2
 
 
+def test_the_answer_streams_as_an_event_with_the_choice() -> None:
+    run = Escalating()
+    answer = Command(resume={"action": "switch", "worker": "backup"})
+    events = list(run.flow.stream(answer, run.config, stream_mode="custom"))
+    [answered] = [e for e in events if e["event"] == "escalation_answered"]
+    assert answered["msg"] == "a person chose switch"
+    assert answered["data"] == {"action": "switch", "worker": "backup", "note": "",
+                                "task_ids": ["a"]}
+
+
 def test_a_switch_that_fails_again_escalates_again() -> None:
     run = Escalating()
     again = run.resume({"action": "switch", "worker": "w"})
@@ -467,6 +477,8 @@ def test_the_run_reports_wave_width_violations_subtask_count_and_cost_per_subtas
     assert metrics["worker_tokens"] == 66
     work_done = [e["data"] for e in events if e["event"] == "work_done"]
     assert {d["task_id"]: d["input_tokens"] for d in work_done} == {"a": 10, "b": 20, "c": 30}
+    assert set(work_done[0]) == {"task_id", "status", "attempts", "error", "model_calls",
+                                 "input_tokens", "output_tokens"}
 
 
 def result(task_id: str, round_: int, wave: int, status: str = "ok") -> TaskResult:

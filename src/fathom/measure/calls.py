@@ -22,25 +22,21 @@ gives the same records: `fathom.measure.capture.read_capture`.
 A caller's calls are told apart by instance too: two runs of one subagent side by side
 (different `task` calls) are compared each with its own previous call, by the LangGraph
 namespace they run in.
-
-Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
-from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, message_chunk_to_message
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 
 from fathom.pricing import model_key
+from fathom.usage import UNNAMED_AGENT, ChatModelCalls, agent_name, ai_messages
 
 __all__ = [
     "CALLS_METADATA_KEY",
@@ -68,8 +64,6 @@ STORED_ITEMS = 8
 """New prompt items kept per stored call (the last ones; `new_count` counts them all)."""
 STORED_CALLS = 200
 """Calls kept per thread (the most recent)."""
-UNNAMED_AGENT = "(unnamed agent)"
-"""The caller of calls made by an agent built without `name=`."""
 
 
 @dataclass(frozen=True)
@@ -222,7 +216,7 @@ class _Previous:
     tools: list[str]
 
 
-class CallRecorder(BaseCallbackHandler):
+class CallRecorder(ChatModelCalls[tuple[CallRecord, float]]):
     """A callback handler that records every chat-model call as a `CallRecord`.
 
     The first caller it sees is the main agent unless the call's metadata marks it as a
@@ -233,89 +227,65 @@ class CallRecorder(BaseCallbackHandler):
     run_inline = True
 
     def __init__(self, run_id: str | None = None) -> None:
+        super().__init__()
         self.run_id = run_id
-        self._lock = threading.Lock()
         self._records: list[CallRecord] = []
-        self._running: dict[UUID, tuple[CallRecord, float]] = {}
         self._previous: dict[tuple[str, str], _Previous] = {}
         self._main: str | None = None
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        invocation_params: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        meta = metadata or {}
-        name = str(meta.get("lc_agent_name") or UNNAMED_AGENT)
+    def _started(
+        self, request: list[BaseMessage], meta: dict[str, Any], params: dict[str, Any]
+    ) -> tuple[CallRecord, float]:
+        name = agent_name(meta)
         namespace = str(meta.get("langgraph_checkpoint_ns") or meta.get("checkpoint_ns") or "")
         instance = (name, namespace.rpartition("|")[0])  # the graph the model node runs in
-        request = [message_chunk_to_message(m) for m in (messages[0] if messages else [])]  # pyright: ignore[reportArgumentType]
-        tools = tool_names((invocation_params or {}).get("tools") or [])
-        with self._lock:
-            if meta.get("ls_agent_type") == "subagent":
-                kind = "subagent"
-            else:
-                self._main = self._main or name
-                kind = "agent" if name == self._main else "subagent"
-            previous = self._previous.get(instance)
-            kept = 0
-            if previous is not None:
-                limit = min(len(previous.messages), len(request))
-                while kept < limit and _same(previous.messages[kept], request[kept]):
-                    kept += 1
-            new = [_item(m) for m in request[kept:]]
-            record = CallRecord(
-                caller=name, kind=kind, messages=len(request), tools=tools, new=new,
-                new_count=len(new),
-                tools_changed=previous is not None and previous.tools != tools,
-                started_at=time.time(), model=model_key(meta), run_id=self.run_id,
-            )
-            self._previous[instance] = _Previous(request, tools)
-            self._records.append(record)
-            self._running[run_id] = (record, time.monotonic())
+        request = [message_chunk_to_message(m) for m in request]  # pyright: ignore[reportArgumentType]
+        tools = tool_names(params.get("tools") or [])
+        if meta.get("ls_agent_type") == "subagent":
+            kind = "subagent"
+        else:
+            self._main = self._main or name
+            kind = "agent" if name == self._main else "subagent"
+        previous = self._previous.get(instance)
+        kept = 0
+        if previous is not None:
+            limit = min(len(previous.messages), len(request))
+            while kept < limit and _same(previous.messages[kept], request[kept]):
+                kept += 1
+        new = [_item(m) for m in request[kept:]]
+        record = CallRecord(
+            caller=name, kind=kind, messages=len(request), tools=tools, new=new,
+            new_count=len(new),
+            tools_changed=previous is not None and previous.tools != tools,
+            started_at=time.time(), model=model_key(meta), run_id=self.run_id,
+        )
+        self._previous[instance] = _Previous(request, tools)
+        self._records.append(record)
+        return record, time.monotonic()
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            found = self._running.pop(run_id, None)
-            if found is not None:
-                self._finish(found, response)
-
-    @staticmethod
-    def _finish(found: tuple[CallRecord, float], response: LLMResult) -> None:
-        record, started = found
+    def _ended(self, call: tuple[CallRecord, float], response: LLMResult) -> None:
+        record, started = call
         record.seconds = time.monotonic() - started
-        for generations in response.generations:
-            for generation in generations:
-                message = generation.message if isinstance(generation, ChatGeneration) else None
-                if not isinstance(message, AIMessage):
-                    continue
-                usage = message.usage_metadata or {}
-                record.input_tokens += int(usage.get("input_tokens", 0))
-                record.output_tokens += int(usage.get("output_tokens", 0))
-                reasoning = (usage.get("output_token_details") or {}).get("reasoning")
-                if reasoning is not None:
-                    record.reasoning_tokens = (record.reasoning_tokens or 0) + int(reasoning)
-                cached = (usage.get("input_token_details") or {}).get("cache_read")
-                if cached is not None:
-                    record.cached_tokens = (record.cached_tokens or 0) + int(cached)
-                record.output_calls.extend(c["name"] for c in message.tool_calls)
-                record.output_text = _cut(" ".join(str(message.text).split()))
-                name = (message.response_metadata or {}).get("model_name")
-                if record.model is None and name:
-                    record.model = str(name)
+        for message in ai_messages(response):
+            usage = message.usage_metadata or {}
+            record.input_tokens += int(usage.get("input_tokens", 0))
+            record.output_tokens += int(usage.get("output_tokens", 0))
+            reasoning = (usage.get("output_token_details") or {}).get("reasoning")
+            if reasoning is not None:
+                record.reasoning_tokens = (record.reasoning_tokens or 0) + int(reasoning)
+            cached = (usage.get("input_token_details") or {}).get("cache_read")
+            if cached is not None:
+                record.cached_tokens = (record.cached_tokens or 0) + int(cached)
+            record.output_calls.extend(c["name"] for c in message.tool_calls)
+            record.output_text = _cut(" ".join(str(message.text).split()))
+            name = (message.response_metadata or {}).get("model_name")
+            if record.model is None and name:
+                record.model = str(name)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            found = self._running.pop(run_id, None)
-            if found is not None:
-                record, started = found
-                record.seconds = time.monotonic() - started
-                record.error = _cut(f"{type(error).__name__}: {error}")
+    def _failed(self, call: tuple[CallRecord, float], error: BaseException) -> None:
+        record, started = call
+        record.seconds = time.monotonic() - started
+        record.error = _cut(f"{type(error).__name__}: {error}")
 
     def records(self) -> list[CallRecord]:
         """Copies of the records so far, in the order the calls started."""

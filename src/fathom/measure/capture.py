@@ -19,8 +19,6 @@ The wire does not name the caller. Calls are grouped by their system prompt (`in
 or the first system or developer message): the first prompt seen is the main agent's
 (`agent`), later ones are subagents (`subagent`, `subagent-2`, ...). `names` maps a piece of
 a system prompt to the caller's name, e.g. `{"calendar assistant": "calendar"}`.
-
-Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations
@@ -98,18 +96,18 @@ def _from_events(text: str) -> Any:
     return {"model": model, "choices": [{"message": message}], "usage": usage}
 
 
+def _json_object(line: str) -> Mapping[str, Any] | None:
+    """`line` as a JSON object, or None when it is none (a blank line, other output)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
 def _pairs_from_lines(lines: Iterable[str]) -> list[tuple[Any, Any]]:
     pairs = []
-    for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, Mapping):
-            continue
+    for entry in filter(None, map(_json_object, lines)):
         request = next((entry[k] for k in _REQUEST_KEYS if k in entry), None)
         response = next((entry[k] for k in _RESPONSE_KEYS if k in entry), None)
         if request is not None and response is not None:

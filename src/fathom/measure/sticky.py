@@ -30,8 +30,6 @@ latency of a call are known. The ratio is an upper bound, not a promise: context
 can force a reload, and a stateful pattern has its own costs. Under about 15 %, stateful
 patterns rarely pay for their complexity; subagents' fixed cost and isolation are then the
 better default.
-
-Layer: core, the lowest; it must not import any other layer of fathom.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ from fathom.backends.composite import CompositeBackend
 from fathom.backends.protocol import BackendOrFactory
 from fathom.backends.state import StateBackend
 from fathom.backends.store import StoreBackend
-from fathom.errors import FathomError
+from fathom.errors import FathomError, require_at_least_one
 from fathom.memory.claims import aclaim, arelease
 from fathom.memory.conversation_search import user_identity
 from fathom.memory.watermark import (
@@ -337,8 +337,7 @@ class ServerThreads:
         page_size: int = PAGE_SIZE,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, not {page_size!r}")
+        require_at_least_one("page_size", page_size)
         self.client = client
         self.user_key = user_key
         self.page_size = page_size

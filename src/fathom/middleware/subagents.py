@@ -31,6 +31,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from fathom import tool_answers
 from fathom.middleware.async_subagents.tasks import ASYNC_SUBAGENT_KEYS as _ASYNC_KEYS
 from fathom.middleware.async_subagents.tasks import validate_async_subagents
 from fathom.middleware.context.history import SUMMARIZATION_EVENT_KEY, apply_event
@@ -614,14 +615,10 @@ class SubAgentMiddleware(SectionPromptMixin, AgentMiddleware):
     ) -> tuple[CompiledSubAgent, dict[str, Any], RunnableConfig] | ToolMessage:
         spec = self.subagents.get(subagent_type)
         if spec is None:
-            return tool_error(
-                content=(
-                    f"Error: there is no subagent called {subagent_type!r}. Use one of: "
-                    f"{', '.join(sorted(self.subagents))}."
-                ),
-                tool_call_id=runtime.tool_call_id,
-                name=TASK_TOOL,
-            )
+            return tool_answers.unknown_name_error(
+                "subagent", subagent_type, sorted(self.subagents),
+                tool_call_id=runtime.tool_call_id, name=TASK_TOOL,
+            )  # fmt: skip
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         runnable = spec["runnable"]
         channels = runnable.channels if isinstance(runnable, Pregel) else None

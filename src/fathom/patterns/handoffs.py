@@ -44,6 +44,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Command
 
 from fathom.call_hooks import ModelRequestRewrite
+from fathom.errors import wrong_type
 
 __all__ = [
     "ACTIVE_AGENT_KEY",
@@ -224,8 +225,7 @@ class StepMiddleware(ModelRequestRewrite, AgentMiddleware[AgentState[Any], Any, 
             if not isinstance(step_name, str) or not step_name:
                 raise ValueError(f"Step names must be non-empty strings, got {step_name!r}.")
             if not isinstance(step, Step):
-                msg = f"steps[{step_name!r}] is a {type(step).__name__}; expected a Step."
-                raise TypeError(msg)
+                raise wrong_type(f"steps[{step_name!r}]", step, "a Step.")
         if not state_key or state_key == "messages":
             raise ValueError(
                 f"state_key must name a state key other than 'messages': {state_key!r}."

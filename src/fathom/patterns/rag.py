@@ -48,7 +48,7 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
-from fathom.errors import FathomError
+from fathom.errors import FathomError, require_at_least_one
 from fathom.models import resolve_model
 from fathom.patterns.workflow.structured import StructuredCall, StructuredOutputError
 
@@ -186,8 +186,7 @@ def create_rag_workflow(
         RagStoreError: `store` has no index.
         ValueError: `k` is below 1, or both `agent` and `tools` are given.
     """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
+    require_at_least_one("k", k)
     if agent is not None and tools:
         raise ValueError("give the agent its tools yourself: pass agent= or tools=, not both")
     if store is not None and getattr(store, "index_config", _NOT_A_FIELD) is None:

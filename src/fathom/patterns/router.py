@@ -46,7 +46,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Overwrite, Send
 from pydantic import BaseModel, Field, create_model
 
-from fathom.errors import FathomError
+from fathom.errors import FathomError, wrong_type
 from fathom.models import resolve_model
 from fathom.tool_answers import tool_of
 
@@ -199,10 +199,8 @@ class Expert:
                 "query -> str."
             )
         if not isinstance(self.agent, Runnable) and not callable(self.agent):
-            raise TypeError(
-                f"Expert {self.name!r}: agent is a {type(self.agent).__name__}; expected a "
-                "compiled agent or a function query -> str."
-            )
+            raise wrong_type(f"Expert {self.name!r}: agent", self.agent,
+                             "a compiled agent or a function query -> str.")
 
     @property
     def label(self) -> str:
@@ -513,10 +511,7 @@ def create_router(
         raise ValueError("create_router needs at least one Expert to route to.")
     for position, expert in enumerate(experts):
         if not isinstance(expert, Expert):
-            raise TypeError(
-                f"experts[{position}] is a {type(expert).__name__}; expected "
-                "Expert(name, description, agent)."
-            )
+            raise wrong_type(f"experts[{position}]", expert, "Expert(name, description, agent).")
     names = [e.name for e in experts]
     if duplicates := sorted({n for n in names if names.count(n) > 1}):
         raise ValueError(f"Expert names must be unique; repeated: {duplicates}.")
@@ -585,9 +580,7 @@ def router_tool(
         A tool with one argument, `query`, that works with `invoke` and `ainvoke`.
     """
     if not isinstance(workflow, Runnable):
-        raise TypeError(
-            f"workflow is a {type(workflow).__name__}; expected the graph create_router returns."
-        )
+        raise wrong_type("workflow", workflow, "the graph create_router returns.")
     if not isinstance(name, str) or not _NAME_PATTERN.fullmatch(name):
         raise ValueError(f"Tool name {name!r} is not usable: use letters, digits, '_' and '-'.")
 

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from fathom.call_hooks import ModelRequestRewrite, ToolCallGate
+from fathom.errors import wrong_type
 from fathom.tool_answers import tool_error
 
 __all__ = [
@@ -121,10 +122,8 @@ def _check_skills(skills: Iterable[Mapping[str, Any]]) -> dict[str, Skill]:
     registry: dict[str, Skill] = {}
     for position, skill in enumerate(skills):
         if not isinstance(skill, Mapping):
-            raise TypeError(
-                f"skills[{position}] is a {type(skill).__name__}; expected a Skill dict "
-                "with 'name', 'description' and 'content'."
-            )
+            raise wrong_type(f"skills[{position}]", skill,
+                             "a Skill dict with 'name', 'description' and 'content'.")
         for key in ("name", "description", "content"):
             value = skill.get(key)
             if not isinstance(value, str) or not value.strip():

@@ -52,6 +52,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
+from fathom import tool_answers
+from fathom.errors import wrong_type
 from fathom.middleware.subagents import TASK_TOOL, subagent_answer
 from fathom.tool_answers import Failure, aattempt, attempt, exception_text, tool_error, tool_of
 
@@ -270,10 +272,7 @@ def _check_registry(agents: Sequence[Subagent]) -> dict[str, Subagent]:
     registry: dict[str, Subagent] = {}
     for position, spec in enumerate(agents):
         if not isinstance(spec, Subagent):
-            raise TypeError(
-                f"agents[{position}] is a {type(spec).__name__}; expected "
-                "Subagent(name, description, agent)."
-            )
+            raise wrong_type(f"agents[{position}]", spec, "Subagent(name, description, agent).")
         if spec.name in registry:
             raise ValueError(f"Subagent names must be unique; {spec.name!r} is given twice.")
         registry[spec.name] = spec
@@ -313,11 +312,8 @@ def task_tool(agents: Sequence[Subagent], *, description: str | None = None) -> 
     )
 
     def unknown(runtime: ToolRuntime, agent_name: str) -> ToolMessage:
-        return tool_error(
-            content=f"Error: there is no agent called {agent_name!r}. Use one of: "
-            f"{', '.join(names)}.",
-            tool_call_id=runtime.tool_call_id,
-            name=TASK_TOOL,
+        return tool_answers.unknown_name_error(
+            "agent", agent_name, names, tool_call_id=runtime.tool_call_id, name=TASK_TOOL
         )
 
     def task(agent_name: str, description: str, runtime: ToolRuntime) -> ToolMessage:

@@ -15,6 +15,8 @@ import math
 import re
 from collections.abc import Callable, Sequence
 
+from fathom.errors import require_at_least_one
+
 __all__ = ["hashed_embedding"]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -32,8 +34,7 @@ def hashed_embedding(dims: int = 64) -> Callable[[Sequence[str]], list[list[floa
     Raises:
         ValueError: `dims` is below 1.
     """
-    if dims < 1:
-        raise ValueError(f"dims must be at least 1, not {dims}")
+    require_at_least_one("dims", dims)
 
     def embed(texts: Sequence[str]) -> list[list[float]]:
         vectors = []

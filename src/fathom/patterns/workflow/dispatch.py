@@ -234,13 +234,8 @@ class Dispatcher:
         emit(
             "work_done",
             f"task {result.task_id}: {result.status}",
-            task_id=result.task_id,
-            status=result.status,
-            attempts=result.attempts,
-            error=result.error,
-            model_calls=result.model_calls,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
+            **result.model_dump(include={"task_id", "status", "attempts", "error", "model_calls",
+                                         "input_tokens", "output_tokens"}),
         )
         return {"results": {result.task_id: result}, "history": [result]}
 

@@ -18,6 +18,7 @@ A `switch` or `degrade` round that fails its check escalates again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from langchain_core.callbacks.manager import dispatch_custom_event
@@ -56,6 +57,7 @@ def _tried(task_id: str, history: Sequence[TaskResult]) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity, as a node's owner
 class EscalationNode:
     """The `escalate` node and the route after it.
 
@@ -66,18 +68,11 @@ class EscalationNode:
         max_parallel: The most tasks in one wave of a `switch` round.
     """
 
-    def __init__(
-        self,
-        dispatch: Dispatcher,
-        registry: ActionRegistry,
-        workers: Sequence[str],
-        *,
-        max_parallel: int | None,
-    ) -> None:
-        self.dispatch = dispatch
-        self.registry = registry
-        self.workers = list(workers)
-        self.max_parallel = max_parallel
+    dispatch: Dispatcher
+    registry: ActionRegistry
+    workers: list[str]
+    _: KW_ONLY
+    max_parallel: int | None
 
     @staticmethod
     def failed_ids(state: WorkflowState) -> list[str]:
@@ -160,10 +155,7 @@ class EscalationNode:
         emitter()(
             "escalation_answered",
             f"a person chose {choice.action}",
-            action=choice.action,
-            worker=choice.worker,
-            note=choice.note,
-            task_ids=choice.task_ids,
+            **choice.model_dump(exclude={"round"}),
         )
         update: dict[str, Any] = {"escalations": [*(state.get("escalations") or []), choice]}
         results = state.get("results") or {}

@@ -56,21 +56,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
 
+from fathom.errors import require_at_least_one
 from fathom.models import resolve_model
-from fathom.patterns.workflow.contracts import (
-    Action,
-    ActionRegistry,
-    CheckVerdict,
-    Clarification,
-    Escalation,
-    EscalationChoice,
-    Plan,
-    RetryPolicy,
-    SubTask,
-    TaskResult,
-    TaskStatus,
-    WorkItem,
-)
+from fathom.patterns.workflow import contracts as _contracts
+from fathom.patterns.workflow.contracts import *  # noqa: F403 (the names in contracts.__all__)
+from fathom.patterns.workflow.contracts import Action, ActionRegistry
 from fathom.patterns.workflow.dispatch import Dispatcher
 from fathom.patterns.workflow.escalation import EscalationNode
 from fathom.patterns.workflow.metrics import TaskCost, WorkflowMetrics, workflow_metrics
@@ -90,22 +80,10 @@ from fathom.tracing.settings import active_handler
 
 __all__ = [
     "CHECKPOINT_TYPES",
-    "Action",
-    "ActionRegistry",
-    "CheckVerdict",
-    "Clarification",
-    "Escalation",
-    "EscalationChoice",
-    "Plan",
     "PlanOrderError",
-    "RetryPolicy",
     "StructuredOutputError",
-    "SubTask",
     "TaskCost",
     "TaskOrder",
-    "TaskResult",
-    "TaskStatus",
-    "WorkItem",
     "Worker",
     "WorkflowInput",
     "WorkflowMetrics",
@@ -118,6 +96,7 @@ __all__ = [
     "render_task",
     "workflow_metrics",
 ]
+__all__ += _contracts.__all__
 
 
 def intake(state: WorkflowState) -> dict[str, Any]:
@@ -227,8 +206,7 @@ def create_plan_work_check_report(
                 f"action {action.name!r} allows unknown worker(s) {unknown}; "
                 f"workers are {list(workers)}"
             )
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    require_at_least_one("max_rounds", max_rounds)
     if max_parallel is not None and max_parallel < 1:
         raise ValueError(f"max_parallel must be at least 1 or None, not {max_parallel}")
     if output_retries < 0:
@@ -257,11 +235,11 @@ def create_plan_work_check_report(
 
     graph = StateGraph(WorkflowState, input_schema=WorkflowInput)
     graph.add_node("intake", intake)
-    graph.add_node("planner", RunnableLambda(plans.plan, afunc=plans.aplan, name="planner"))
+    graph.add_node("planner", RunnableLambda(plans.run, afunc=plans.arun, name="planner"))
     graph.add_node("ask", plans.ask)
     graph.add_node("worker", RunnableLambda(dispatch.work, afunc=dispatch.awork, name="worker"))
     graph.add_node("join", dispatch.join)
-    graph.add_node("checker", RunnableLambda(checks.check, afunc=checks.acheck, name="checker"))
+    graph.add_node("checker", RunnableLambda(checks.run, afunc=checks.arun, name="checker"))
     graph.add_node("escalate", escalation.escalate)
     graph.add_node(
         "reporter", RunnableLambda(reports.report, afunc=reports.areport, name="reporter")

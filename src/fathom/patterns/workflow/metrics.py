@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from fathom.patterns.workflow.contracts import SubTask, TaskResult
 
@@ -36,7 +36,6 @@ class TaskCost(BaseModel):
         model_calls: Chat-model calls its workers made.
         input_tokens: Their input tokens (`usage_metadata`).
         output_tokens: Their output tokens.
-        total_tokens: Both together.
     """
 
     agents: list[str] = Field(default_factory=list)
@@ -44,7 +43,12 @@ class TaskCost(BaseModel):
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    total_tokens: int = 0
+
+    @computed_field
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (in `model_dump` too)."""
+        return self.input_tokens + self.output_tokens
 
 
 class WorkflowMetrics(BaseModel):
@@ -154,7 +158,6 @@ def workflow_metrics(
             entry.model_calls += result.model_calls
             entry.input_tokens += result.input_tokens
             entry.output_tokens += result.output_tokens
-            entry.total_tokens += result.input_tokens + result.output_tokens
         if result.status in ("failed", "timeout", "rejected"):
             failures[result.agent] = failures.get(result.agent, 0) + 1
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, create_model
 
@@ -27,7 +26,11 @@ from fathom.patterns.workflow.contracts import (
 )
 from fathom.patterns.workflow.prompts import planner_messages
 from fathom.patterns.workflow.state import WorkflowState, emitter, kept_results
-from fathom.patterns.workflow.structured import StructuredCall, StructuredOutputError
+from fathom.patterns.workflow.structured import (
+    StructuredCall,
+    StructuredNode,
+    StructuredOutputError,
+)
 from fathom.patterns.workflow.waves import PlanOrderError, compute_waves, order_tasks
 
 __all__ = ["PlannerNode"]
@@ -45,7 +48,7 @@ def _plan_prompt_schema(registry: ActionRegistry, agents: list[str]) -> type[Bas
     return create_model("Plan", __base__=Plan, __doc__=Plan.__doc__, **plan_fields)
 
 
-class PlannerNode:
+class PlannerNode(StructuredNode[Plan]):
     """The `planner` and `ask` nodes. Holds configuration only, never run state.
 
     Args:
@@ -71,7 +74,7 @@ class PlannerNode:
         self.workers = list(workers)
         self.max_rounds = max_rounds
         self.max_parallel = max_parallel
-        self.planner = StructuredCall(
+        self.call = StructuredCall(
             model,
             Plan,
             agent_name="planner",
@@ -79,7 +82,7 @@ class PlannerNode:
             prompt_schema=_plan_prompt_schema(registry, self.workers),
         )
 
-    def _planner_call(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
+    def _question(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
         emit = emitter()
         round_number = state.get("round", 0) + 1
         emit("plan_thinking", f"planning round {round_number}", round=round_number)
@@ -106,24 +109,6 @@ class PlannerNode:
             "on_invalid": on_invalid,
         }
 
-    def plan(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
-        """Ask the planner for this round's tasks."""
-        messages, checks = self._planner_call(state)
-        try:
-            plan = self.planner.invoke(messages, config, **checks)
-        except StructuredOutputError as error:
-            return self._degrade(state, error)
-        return self._accept(state, plan)
-
-    async def aplan(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
-        """Async `plan`."""
-        messages, checks = self._planner_call(state)
-        try:
-            plan = await self.planner.ainvoke(messages, config, **checks)
-        except StructuredOutputError as error:
-            return self._degrade(state, error)
-        return self._accept(state, plan)
-
     def _task_problems(self, task: SubTask) -> list[str]:
         if task.agent not in self.workers:
             known = ", ".join(self.workers)
@@ -148,7 +133,7 @@ class PlannerNode:
             problems.append(str(error))
         return problems
 
-    def _accept(
+    def _answered(
         self,
         state: WorkflowState,
         plan: Plan,
@@ -203,7 +188,7 @@ class PlannerNode:
         )
         return update
 
-    def _degrade(self, state: WorkflowState, error: StructuredOutputError) -> dict[str, Any]:
+    def _unanswered(self, state: WorkflowState, error: StructuredOutputError) -> dict[str, Any]:
         """Out of tries: run what is valid, reject tasks with bad actions, or give up."""
         plan = error.candidate
         failure = {
@@ -241,7 +226,7 @@ class PlannerNode:
             if task.id in reasons
         }
         errors = [f"rejected {tid}: {why}" for tid, why in reasons.items()]
-        return self._accept(state, remaining, rejected, errors)
+        return self._answered(state, remaining, rejected, errors)
 
     def ask(self, state: WorkflowState) -> dict[str, Any]:
         """Pause for the user's answer to the planner's question, then plan again."""

@@ -23,6 +23,7 @@ from fathom.patterns.workflow.prompts import checker_messages, reporter_messages
 from fathom.patterns.workflow.state import WorkflowState, emitter
 from fathom.patterns.workflow.structured import (
     StructuredCall,
+    StructuredNode,
     StructuredOutputError,
     named_config,
 )
@@ -58,7 +59,7 @@ def close_run(
     return update, metrics
 
 
-class CheckerNode:
+class CheckerNode(StructuredNode[CheckVerdict]):
     """The `checker` node and the route after it.
 
     Args:
@@ -72,9 +73,9 @@ class CheckerNode:
     ) -> None:
         self.max_rounds = max_rounds
         self.escalate = escalate
-        self.checker = StructuredCall(model, CheckVerdict, agent_name="checker", attempts=attempts)
+        self.call = StructuredCall(model, CheckVerdict, agent_name="checker", attempts=attempts)
 
-    def _checker_call(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
+    def _question(self, state: WorkflowState) -> tuple[list[Any], dict[str, Any]]:
         emit = emitter()
         round_number = state.get("round", 0) + 1
         emit("check_thinking", f"checking round {round_number}", round=round_number)
@@ -103,25 +104,7 @@ class CheckerNode:
 
         return messages, {"validate": validate, "on_invalid": on_invalid}
 
-    def check(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
-        """Judge this round's results against the request."""
-        messages, checks = self._checker_call(state)
-        try:
-            verdict = self.checker.invoke(messages, config, **checks)
-        except StructuredOutputError as error:
-            return self._check_failed(state, error)
-        return self._judged(state, verdict)
-
-    async def acheck(self, state: WorkflowState, config: RunnableConfig) -> dict[str, Any]:
-        """Async `check`."""
-        messages, checks = self._checker_call(state)
-        try:
-            verdict = await self.checker.ainvoke(messages, config, **checks)
-        except StructuredOutputError as error:
-            return self._check_failed(state, error)
-        return self._judged(state, verdict)
-
-    def _check_failed(self, state: WorkflowState, error: StructuredOutputError) -> dict[str, Any]:
+    def _unanswered(self, state: WorkflowState, error: StructuredOutputError) -> dict[str, Any]:
         emitter()("check_done", "no valid verdict", passed=False, error=str(error))
         return {
             "round": state.get("round", 0) + 1,
@@ -129,7 +112,7 @@ class CheckerNode:
             "errors": [*(state.get("errors") or []), f"checker: {error}"],
         }
 
-    def _judged(self, state: WorkflowState, verdict: CheckVerdict) -> dict[str, Any]:
+    def _answered(self, state: WorkflowState, verdict: CheckVerdict) -> dict[str, Any]:
         round_number = state.get("round", 0) + 1
         results = state.get("results") or {}
         update: dict[str, Any] = {"round": round_number, "verdict": verdict}

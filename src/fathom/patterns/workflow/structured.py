@@ -20,9 +20,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from fathom.backends.protocol import Plan, adrive, drive
-from fathom.errors import FathomError
+from fathom.errors import FathomError, require_at_least_one
 
-__all__ = ["StructuredCall", "StructuredOutputError", "named_config"]
+__all__ = ["StructuredCall", "StructuredNode", "StructuredOutputError", "named_config"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -94,8 +94,7 @@ class StructuredCall(Generic[T]):
         attempts: int,
         prompt_schema: type[BaseModel] | None = None,
     ) -> None:
-        if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, not {attempts}")
+        require_at_least_one("attempts", attempts)
         self.parse_as = parse_as
         self.agent_name = agent_name
         self.attempts = attempts
@@ -203,3 +202,41 @@ class StructuredCall(Generic[T]):
             text += f"You answered: {echoed[:_ECHO_CHARS]}\n"
         text += f"Answer again by calling `{self.name}` with corrected arguments."
         return HumanMessage(content=text)
+
+
+class StructuredNode(Generic[T]):
+    """A graph node that asks one structured question, written once for sync and async runs.
+
+    A subclass sets `call` and says what to ask (`_question`: the messages and the
+    `validate`/`on_invalid` checks of `StructuredCall.invoke`), what a valid answer makes of
+    the state (`_answered`) and what no valid answer within the tries does (`_unanswered`).
+    `run` and `arun` are the node's sync and async bodies.
+    """
+
+    call: StructuredCall[T]
+
+    def _question(self, state: Any) -> tuple[list[Any], dict[str, Any]]:
+        raise NotImplementedError
+
+    def _answered(self, state: Any, answer: T, /) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _unanswered(self, state: Any, error: StructuredOutputError) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _steps(self, state: Any, config: RunnableConfig) -> Plan[dict[str, Any]]:
+        messages, checks = self._question(state)
+        try:
+            answer = yield from self.call._asking(messages, config, **checks)
+        except StructuredOutputError as error:
+            return self._unanswered(state, error)
+        return self._answered(state, answer)
+
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Ask, and make the state update of the answer."""
+        return drive(self._steps(state, config), lambda ask: self.call._runnable.invoke(*ask))
+
+    async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Async `run`."""
+        steps = self._steps(state, config)
+        return await adrive(steps, lambda ask: self.call._runnable.ainvoke(*ask))

@@ -30,7 +30,7 @@ from langchain_core.runnables.config import merge_configs
 from langgraph.pregel import Pregel
 
 from fathom.backends.protocol import Plan, adrive, drive
-from fathom.errors import FathomError
+from fathom.errors import FathomError, wrong_type
 from fathom.patterns.workflow.contracts import Action, TaskResult, TaskStatus, WorkItem
 from fathom.patterns.workflow.structured import named_config
 from fathom.tool_answers import Failure, aattempt
@@ -154,10 +154,8 @@ class WorkerRunner:
                     "callable(WorkItem) -> str instead"
                 )
         elif not isinstance(worker, BaseChatModel) and not callable(worker):
-            raise TypeError(
-                f"worker {agent!r} is a {type(worker).__name__}; expected a compiled graph "
-                "with a 'messages' key, a chat model, or a callable(WorkItem) -> str"
-            )
+            raise wrong_type(f"worker {agent!r}", worker, "a compiled graph with a 'messages' "
+                             "key, a chat model, or a callable(WorkItem) -> str")
         self.agent = agent
         self.worker = worker
 
