@@ -243,7 +243,8 @@ def _check_code_interpreter(where: str, value: Any) -> dict[str, Any]:
                               f"{', '.join(CODE_INTERPRETER_KEYS)}")
         wrong = not isinstance(item, kind) or (kind is not bool and isinstance(item, bool))
         if key == "ptc":
-            wrong = wrong or not all(isinstance(name, str) for name in item)
+            wrong = wrong or not (isinstance(item, list)
+                                  and all(isinstance(name, str) for name in item))
         if key == "persistence" and item not in ("thread", "turn", "call"):
             raise ConfigError(f"{where}: code_interpreter.persistence is {item!r}; allowed "
                               'values are "thread", "turn" and "call"')
