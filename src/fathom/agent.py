@@ -441,7 +441,8 @@ def _code_interpreter(
     tools: list[Any],
 ) -> AgentMiddleware:
     """The `eval` tool's middleware for `create_deep_agent(code_interpreter=...)`, over the
-    agent's own subagents; `ptc` names are looked up among the agent's `tools`."""
+    agent's own subagents; `ptc` names are looked up among `tools`, every tool the agent
+    has."""
     if isinstance(option, AgentMiddleware):
         return option
     from fathom.middleware.code_interpreter import CodeInterpreterMiddleware
@@ -550,7 +551,10 @@ def create_deep_agent(
         code_interpreter: `True`, a dict of `CodeInterpreterMiddleware` options
             (`ptc`, `persistence`, `limits`) or the middleware itself: adds the `eval`
             tool, Python in the Monty sandbox that runs this agent's subagents with
-            `await task(...)`. Needs `pip install 'fathom[code]'`.
+            `await task(...)`. `ptc` may name any tool the agent has, built-in ones
+            such as `read_file` included. It works under `invoke` as under `ainvoke`
+            (a sync run hands the interpreter to a worker event loop). Needs
+            `pip install 'fathom[code]'`.
         budget: A `fathom.Budget` (or a mapping of its fields): caps on the tokens, US
             dollars, seconds and model calls of the whole tree (this agent, its `task`
             and `eval` subagents, and its async subagents as their servers report).
@@ -602,15 +606,22 @@ def create_deep_agent(
     task_middleware = SubAgentMiddleware(compiled) if compiled else None
     if task_middleware is not None:
         core = _with_task_tool(core, task_middleware)
-    if code_interpreter:
-        core = [*core, _code_interpreter(code_interpreter, task_middleware, list(tools or []))]
     async_specs = [
         cast("AsyncSubAgent", spec)
         for spec in subagents or []
         if isinstance(spec, Mapping) and "graph_id" in spec
     ]
-    if async_specs:  # next to the `task` tool, which stays
-        core = [*core, AsyncSubAgentMiddleware(async_subagents=async_specs)]
+    async_middleware = (AsyncSubAgentMiddleware(async_subagents=async_specs)
+                        if async_specs else None)
+    if code_interpreter:
+        # `ptc` may name any tool the agent has: its own, its middleware's (the built-in
+        # file tools, `write_todos`, `task`, `execute`) and the async task tools
+        everything = [*(tools or []),
+                      *(t for m in [*core, *(middleware or ()), async_middleware] if m
+                        for t in getattr(m, "tools", None) or ())]
+        core = [*core, _code_interpreter(code_interpreter, task_middleware, everything)]
+    if async_middleware is not None:  # next to the `task` tool, which stays
+        core = [*core, async_middleware]
     if budget_root is not None:  # outermost: it admits every model call, sees every tool call
         budget_root.async_subagents = next(
             (m for m in core if isinstance(m, AsyncSubAgentMiddleware)), None)

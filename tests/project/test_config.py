@@ -358,3 +358,37 @@ def test_duplicate_name_in_one_folder_raises(project: Path, home: Path) -> None:
     with pytest.raises(ConfigError, match="already defined") as info:
         project_sources(project, home=home)
     assert str(second) in str(info.value)
+
+
+# --- [code_interpreter] -----------------------------------------------------------------
+
+
+def test_code_interpreter_true_and_a_table_both_turn_eval_on(project: Path, home: Path) -> None:
+    write(project / "fathom.toml", "code_interpreter = true\n")
+    assert load_config(project, home).code_interpreter == {"enabled": True}
+    write(project / "fathom.toml", '[code_interpreter]\nptc = ["read_file"]\ntimeout = 5\n')
+    assert load_config(project, home).code_interpreter == {
+        "enabled": True, "ptc": ["read_file"], "timeout": 5}
+
+
+def test_code_interpreter_project_keys_override_the_users(project: Path, home: Path) -> None:
+    user_config(home, '[code_interpreter]\nptc = ["ls"]\npersistence = "turn"\n')
+    write(project / "fathom.toml", '[code_interpreter]\nptc = ["grep"]\n')
+    assert load_config(project, home).code_interpreter == {
+        "enabled": True, "ptc": ["grep"], "persistence": "turn"}
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("[code_interpreter]\nptcs = []\n", "no key 'ptcs'"),
+    ('[code_interpreter]\nptc = "read_file"\n', "code_interpreter.ptc must be a list"),
+    ('[code_interpreter]\npersistence = "forever"\n', "'forever'"),
+    ('[code_interpreter]\ntimeout = "5"\n', "code_interpreter.timeout has the wrong type"),
+    ('code_interpreter = "yes"\n', "must be true, false or a table"),
+])
+def test_a_bad_code_interpreter_table_names_the_file_line_and_fix(
+    project: Path, home: Path, text: str, needle: str
+) -> None:
+    write(project / "fathom.toml", 'model = "openai:x"\n' + text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(project, home)
+    assert needle in str(raised.value) and "fathom.toml, line 2" in str(raised.value)

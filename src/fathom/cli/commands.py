@@ -270,6 +270,23 @@ def _session_op(command: str, name: str, *, local_only: bool, with_arg: bool = F
     return handler
 
 
+def _history_commands() -> list[Command]:
+    """`/rewind`, `/fork`, `/export`, `/init` and `/memory` (`fathom.cli.history_commands`)."""
+    from fathom.cli import history_commands as h
+
+    return [
+        Command("rewind", "go back to before turn N: conversation and files (no N: list "
+                "the turns); the discarded branch is kept as a thread", h.rewind, usage="[N]"),
+        Command("fork", "copy this thread to a new one and switch to it", h.fork_thread),
+        Command("export", "write this thread as Markdown (default: fathom-thread-ID.md)",
+                h.export_thread, usage="[PATH]"),
+        Command("init", "write a starter .fathom/AGENTS.md for this project",
+                h.init_memory, usage="[--force]"),
+        Command("memory", "the memory files the agent loads: show or edit one", h.memory,
+                usage="[show|edit NAME]"),
+    ]
+
+
 def _default_commands() -> CommandRegistry:
     return CommandRegistry([
         Command("help", "list the commands", _help),
@@ -278,6 +295,7 @@ def _default_commands() -> CommandRegistry:
         Command("clear", "start a new thread in this session", _clear, aliases=("new",)),
         Command("undo", "roll the thread and the files it wrote back to before the last turn",
                 _session_op("undo", "undo_last_turn", local_only=True)),
+        *_history_commands(),  # /rewind /fork /export /init /memory
         Command("compact", "summarize the conversation now, to free context",
                 _session_op("compact", "compact_thread", local_only=True)),
         Command("model", "switch the model for the next turn (no NAME: show the current one)",

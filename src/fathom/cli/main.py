@@ -65,6 +65,9 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
                         help="run these tools without asking (repeatable, comma-separated)")
     parser.add_argument("--plain", action="store_true", default=s,
                         help="plain line output, for dumb terminals and logs")
+    parser.add_argument("--code", action="store_true", default=s,
+                        help="give the agent `eval`: Python in a sandbox that can run "
+                        "subagents and tools from code (see [code_interpreter] in fathom.toml)")
     parser.add_argument("--project", default=s, metavar="DIR",
                         help="the project directory (default: the current directory)")
 

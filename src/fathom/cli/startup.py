@@ -94,6 +94,7 @@ def build_session(args: argparse.Namespace, *, json_output: bool = False) -> Any
             auto_approve=auto_approved(args),
             tools=list(mcp.tools) if mcp else [],
             mcp=mcp,
+            code=bool(option(args, "code")),
         )
         if json_output:  # the JSON goes to stdout; progress goes to stderr
             display: Any = PlainDisplay(sys.stderr)
@@ -102,6 +103,7 @@ def build_session(args: argparse.Namespace, *, json_output: bool = False) -> Any
         setup.approvals()  # a misspelled tool name in the approvals fails now, too
         subagent_specs(setup)  # a bad subagent definition fails now, not mid-run
         agent_budget(setup)  # so does a cost cap on a model without a price
+        setup.code_interpreter()  # and a ptc name the agent has no tool for
         # The command states the confinement itself (`confinement`), once, before the first
         # turn; the backend's construction warning would repeat it on every turn.
         logging.getLogger("fathom.backends.shell.local").setLevel(logging.ERROR)

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from fathom.errors import FathomError
+from fathom.middleware.code_interpreter.middleware import EVAL_TOOL
 from fathom.middleware.execute import EXECUTE_TOOL
 from fathom.middleware.filesystem.middleware import FILESYSTEM_TOOL_NAMES
 from fathom.middleware.planning import WRITE_TODOS_TOOL
@@ -185,13 +186,44 @@ class AgentSetup:
     file_journal: Any = None
     """Where the backend keeps files' pre-images for `/undo` (`fathom.project.undo.FileJournal`;
     a `Session` sets it)."""
+    code: bool = False
+    """`--code`: the `eval` tool on, with the `[code_interpreter]` table's options."""
+
+    def code_interpreter(self) -> dict[str, Any] | None:
+        """`create_deep_agent(code_interpreter=...)`'s options: the `[code_interpreter]`
+        table less `enabled`, when `--code` or the table turns `eval` on; else `None`.
+
+        Raises:
+            ConfigError: `ptc` names a tool the agent does not have, or `pydantic-monty`
+                is not installed.
+        """
+        table = dict(self.config.code_interpreter)
+        enabled = table.pop("enabled", False)
+        if not (self.code or enabled):
+            return None
+        try:
+            from fathom.middleware.code_interpreter.middleware import require_monty
+
+            require_monty()
+        except ImportError as error:
+            raise ConfigError(str(error)) from None
+        known = self.tool_names() - {EVAL_TOOL}
+        unknown = sorted(set(table.get("ptc", ())) - known)
+        if unknown:
+            raise ConfigError(
+                f"code_interpreter.ptc (fathom.toml or ~/.fathom/config.toml) names "
+                f"{', '.join(unknown)}, not a tool of the agent; its tools are "
+                f"{', '.join(sorted(known))}")
+        return table
 
     def tool_names(self) -> set[str]:
         """The tools the command's agent has: the harness's, `task`, the setup's own tools,
-        and `execute` when a sandbox is chosen."""
+        `execute` when a sandbox is chosen, and `eval` with the code interpreter."""
         names = set(HARNESS_TOOLS) | {TASK_TOOL} | {getattr(t, "name", "") for t in self.tools}
         if self.sandbox != "none":
             names.add(EXECUTE_TOOL)
+        if self.code or self.config.code_interpreter.get("enabled"):
+            names.add(EVAL_TOOL)
         return names - {""}
 
     def approvals(self) -> dict[str, bool]:
@@ -293,6 +325,13 @@ def agent_budget(setup: AgentSetup) -> Any:
     return budget
 
 
+def _code_option(options: dict[str, Any] | None) -> dict[str, Any] | bool:
+    """`create_deep_agent`'s `code_interpreter`: off, on with defaults, or the options."""
+    if options is None:
+        return False
+    return options or True
+
+
 def build_agent(setup: AgentSetup, checkpointer: Any) -> Any:
     """The command's deep agent over the project, with the given checkpointer."""
     from fathom import create_deep_agent
@@ -317,4 +356,5 @@ def build_agent(setup: AgentSetup, checkpointer: Any) -> Any:
         checkpointer=checkpointer,
         name="fathom",
         budget=agent_budget(setup),
+        code_interpreter=_code_option(setup.code_interpreter()),
     )

@@ -1,4 +1,4 @@
-"""The ACP sessions' checkpointer: LangGraph's `AsyncSqliteSaver`, safe to cancel.
+"""The ACP sessions' checkpointer, safe to cancel, and copying a thread (`/fork`, `/rewind`).
 
 `fathom acp` keeps one `AsyncSqliteSaver` connection open on a project's threads database
 for as long as the editor is connected, and `session/cancel` cancels a run in the middle.
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-__all__ = ["CancelSafeSqliteSaver"]
+__all__ = ["CancelSafeSqliteSaver", "acopy_thread"]
 
 T = TypeVar("T")
 
@@ -57,3 +57,26 @@ class CancelSafeSqliteSaver(AsyncSqliteSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await _to_the_end(super().adelete_thread(thread_id))
+
+
+async def acopy_thread(checkpointer: Any, source: str, target: str) -> int:
+    """Copy every checkpoint of thread `source` (all namespaces, with their pending writes)
+    into thread `target`, oldest first, through the saver's own `alist` / `aput` /
+    `aput_writes`; the number copied. LangGraph's SQLite saver has no `acopy_thread`.
+
+    The copy is a thread of its own: runs on it never change `source`."""
+    found = [t async for t in checkpointer.alist({"configurable": {"thread_id": source}})]
+    for item in reversed(found):  # `alist` gives the newest first
+        configurable = item.config["configurable"]
+        parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        config: dict[str, Any] = {"configurable": {
+            "thread_id": target, "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+            **({"checkpoint_id": parent} if parent else {})}}
+        saved = await checkpointer.aput(config, item.checkpoint, item.metadata,
+                                        dict(item.checkpoint.get("channel_versions", {})))
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in item.pending_writes or ():
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            await checkpointer.aput_writes(saved, writes, task_id)
+    return len(found)

@@ -74,6 +74,12 @@ class FathomConfig:
     budget: dict[str, float] = field(default_factory=dict)
     """The `[budget]` table: caps on what each thread's agent tree may spend
     (`max_tokens`, `max_usd`, `max_wall_s`, `max_model_calls`; see docs/budgets.md)."""
+    code_interpreter: dict[str, Any] = field(default_factory=dict)
+    """The `[code_interpreter]` table (or `code_interpreter = true`): the `eval` tool,
+    Python in the Monty sandbox. Keys: `enabled` (default true once the table is there),
+    `ptc` (tool names the code may call), `persistence`, `timeout`, `memory_limit`,
+    `max_ptc_calls`, `max_result_chars`, `max_subagent_concurrency`
+    (`CodeInterpreterMiddleware`'s options). Empty: off."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             _check_prices(where, value)
         if key == "budget":
             _check_budget(where, value)
+        if key == "code_interpreter":
+            data[key] = _check_code_interpreter(where, value)
         if key in _LIST_KEYS and not (
             isinstance(value, list) and all(isinstance(item, str) for item in value)
         ):
@@ -212,6 +220,42 @@ def _check_budget(where: str, value: Any) -> None:
         raise ConfigError(f"{where}: {exc} (e.g. {example})") from exc
 
 
+CODE_INTERPRETER_KEYS = {
+    "enabled": bool, "ptc": list, "persistence": str, "timeout": (int, float),
+    "memory_limit": int, "max_ptc_calls": int, "max_result_chars": int,
+    "max_subagent_concurrency": int,
+}
+"""The keys of `[code_interpreter]` and their TOML types."""
+
+
+def _check_code_interpreter(where: str, value: Any) -> dict[str, Any]:
+    """`[code_interpreter]` checked; `code_interpreter = true/false` as `{"enabled": ...}`."""
+    example = '[code_interpreter] ptc = ["read_file", "grep"]'
+    if isinstance(value, bool):
+        return {"enabled": value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: 'code_interpreter' must be true, false or a table, "
+                          f"e.g. {example}")
+    for key, item in value.items():
+        kind = CODE_INTERPRETER_KEYS.get(key)
+        if kind is None:
+            raise ConfigError(f"{where}: code_interpreter has no key {key!r}; allowed keys are "
+                              f"{', '.join(CODE_INTERPRETER_KEYS)}")
+        wrong = not isinstance(item, kind) or (kind is not bool and isinstance(item, bool))
+        if key == "ptc":
+            wrong = wrong or not (isinstance(item, list)
+                                  and all(isinstance(name, str) for name in item))
+        if key == "persistence" and item not in ("thread", "turn", "call"):
+            raise ConfigError(f"{where}: code_interpreter.persistence is {item!r}; allowed "
+                              'values are "thread", "turn" and "call"')
+        if wrong:
+            shown = "a list of tool names" if key == "ptc" else _toml_type(item)
+            raise ConfigError(f"{where}: code_interpreter.{key} has the wrong type "
+                              f"({_toml_type(item)}); e.g. {example}" if key != "ptc" else
+                              f"{where}: code_interpreter.ptc must be {shown}, e.g. {example}")
+    return {"enabled": True, **value}
+
+
 _AT_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
 
 
@@ -256,6 +300,8 @@ def load_config(project_dir: Path, home: Path | None = None) -> FathomConfig:
     merged["mcp_servers"] = {**user.get("mcp_servers", {}), **project.get("mcp_servers", {})}
     merged["prices"] = {**user.get("prices", {}), **project.get("prices", {})}
     merged["budget"] = {**user.get("budget", {}), **project.get("budget", {})}
+    merged["code_interpreter"] = {**user.get("code_interpreter", {}),
+                                  **project.get("code_interpreter", {})}
     for key in _LIST_KEYS:
         if key in merged:
             merged[key] = list(merged[key])

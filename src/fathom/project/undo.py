@@ -121,6 +121,13 @@ class FileJournal:
     def end_turn(self) -> None:
         self._active = None
 
+    def copy_turns(self, source: str, target: str) -> None:
+        """Give thread `target` copies of `source`'s turn records (a fork: its checkpoints
+        are copies with the same ids, so its turns can be undone and rewound too)."""
+        folder = self._thread_dir(source)
+        if folder.is_dir():
+            shutil.copytree(folder, self._thread_dir(target), dirs_exist_ok=True)
+
     def drop(self, turn: TurnRecord) -> None:
         """Forget an undone turn and its pre-images."""
         shutil.rmtree(turn.folder, ignore_errors=True)

@@ -111,12 +111,6 @@ async def test_the_codes_subagents_are_counted_in_the_usage_under_their_own_name
     assert calls == {"(unnamed agent)": 2, "worker": 3}
 
 
-def test_a_sync_run_answers_eval_with_an_error_saying_it_needs_an_async_run():
-    graph, _ = agent(["1 + 1"])
-    (message,) = eval_results(graph.invoke(user()))
-    assert message.status == "error" and "async" in message.text
-
-
 async def test_files_written_by_the_codes_subagents_come_back_to_the_agent():
     from fathom.testing import ScriptedModel, ai, tool_call
 

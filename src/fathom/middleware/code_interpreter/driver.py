@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,24 @@ class EvalContext:
     recursion_limit: int | None
     keep_session: bool
     config: RunnableConfig = field(default_factory=lambda: RunnableConfig())
+    runtime: Any = None
+    """The `eval` call's `ToolRuntime`, the base of the one each tool the code calls gets."""
+    tool_updates: dict[str, Any] = field(default_factory=dict)
+    """State updates of the tools the code called (files written into state), merged."""
+
+    def add_tool_update(self, update: Mapping[str, Any]) -> None:
+        """Merge one tool's state update (file deltas merge; other keys: the last wins)."""
+        self.tool_updates = _updates(self.tool_updates, dict(update))
+
+    def tool_runtime(self) -> Any:
+        """A `ToolRuntime` for a tool the code calls: the `eval` call's, over the state as
+        the code's earlier tool calls left it."""
+        if self.runtime is None:
+            return None
+        state = dict(self.state)
+        if self.tool_updates.get("files"):
+            state["files"] = {**(state.get("files") or {}), **self.tool_updates["files"]}
+        return dataclasses.replace(self.runtime, state=state)
 
 
 _CURRENT: contextvars.ContextVar[EvalContext | None] = contextvars.ContextVar(
@@ -140,7 +159,8 @@ async def _resume(snap: Any, *answer: Any) -> Any:
 async def _limited_tool(ctx: EvalContext, args: tuple[Any, ...],
                         config: RunnableConfig) -> dict[str, Any]:
     async with ctx.semaphore:
-        return await run_tool(ctx.tools, args, config)
+        return await run_tool(ctx.tools, args, config, runtime=ctx.tool_runtime,
+                              on_update=ctx.add_tool_update)
 
 
 async def _drive(start: Any, ctx: EvalContext, limits: CodeInterpreterLimits,

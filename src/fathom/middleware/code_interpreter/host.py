@@ -12,11 +12,13 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 
 from fathom.tool_answers import Failure, aattempt
 
@@ -120,14 +122,31 @@ def plain(value: Any) -> Any:
     return content if isinstance(content, str) else str(value)
 
 
-async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config: Any) -> dict:
-    """Run `tools.<name>(**kwargs)` (args: the name and the kwargs) for the sandbox."""
+async def run_tool(tools: Mapping[str, BaseTool], args: tuple[Any, ...], config: Any, *,
+                   runtime: Callable[[], Any] | None = None,
+                   on_update: Callable[[Mapping[str, Any]], None] | None = None) -> dict:
+    """Run `tools.<name>(**kwargs)` (args: the name and the kwargs) for the sandbox.
+
+    A tool that takes the agent's `ToolRuntime` (the built-in file tools) gets one from
+    `runtime()`; one that answers with a `Command` (a write to files kept in state) has
+    its state update handed to `on_update` and its message's text returned."""
     name, kwargs = [*args, None, None][:2]
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
         return exception_result("NameError", f"there is no tool {name!r} in tools")
-    output = await aattempt(tool.ainvoke(dict(kwargs or {}), config), f"tool {name!r}")
+    arguments = dict(kwargs or {})
+    if runtime is not None and "runtime" in getattr(tool, "_injected_args_keys", ()):
+        arguments["runtime"] = runtime()
+    output = await aattempt(tool.ainvoke(arguments, config), f"tool {name!r}")
     if isinstance(output, Failure):  # a tool's failure is raised in the sandbox's code
+        return exception_result("RuntimeError", f"tool {name!r} failed: {output.text}")
+    if isinstance(output, Command):
+        update = dict(output.update) if isinstance(output.update, Mapping) else {}
+        messages = update.pop("messages", None) or []
+        if update and on_update is not None:
+            on_update(update)
+        output = messages[-1] if messages else None
+    if isinstance(output, ToolMessage) and output.status == "error":
         return exception_result("RuntimeError", f"tool {name!r} failed: {output.text}")
     return {"return_value": plain(output)}
 

@@ -5,7 +5,8 @@ items))`) and reduce their answers in code, where the `task` tool would cost one
 and one growing model request per subagent. The code runs in Monty, a sandboxed subset of
 Python in a worker subprocess: it has no files, processes or network, only the host
 functions given here. See `fathom.middleware.code_interpreter.driver` for how an approval
-inside a subagent pauses and resumes the code.
+inside a subagent pauses and resumes the code. A sync run of the agent (`invoke`) runs the
+same async code on a worker event loop (`worker_loop`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from fathom.middleware.code_interpreter.session import (
     Persistence,
     signing_key,
 )
+from fathom.middleware.code_interpreter.worker_loop import run_on_worker_loop
 from fathom.middleware.subagents import TASK_TOOL, SubAgentMiddleware, task_tool_owner
 from fathom.prompt import PromptSection, SectionPromptMixin, offered_tool_names
 from fathom.tool_answers import tool_error
@@ -96,9 +98,10 @@ def _allowed_tools(ptc: Sequence[Any], available: Sequence[Any]) -> dict[str, Ba
     for item in ptc:
         if isinstance(item, str):
             if item not in by_name:
+                have = ", ".join(sorted(by_name)) or "none were given: pass available_tools"
                 raise ValueError(
                     f"ptc names {item!r}, which is not one of the agent's tools "
-                    f"({sorted(by_name) or 'none'})."
+                    f"(it has: {have})."
                 )
             allowed[item] = by_name[item]
         else:
@@ -299,11 +302,9 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
 
     # -- the tool ----------------------------------------------------------------------
 
-    def _eval_sync(self, code: str, runtime: ToolRuntime) -> ToolMessage:
-        return tool_error(
-            content=f"Error: {self.tool_name} runs only in async runs of the agent (ainvoke / "
-                    "astream).",
-            tool_call_id=runtime.tool_call_id, name=self.tool_name)
+    def _eval_sync(self, code: str, runtime: ToolRuntime) -> Command | ToolMessage:
+        """A sync run (`invoke` / `stream`): the async side runs on the worker loop."""
+        return run_on_worker_loop(self._aeval(code, runtime))
 
     def _clip(self, text: str) -> str:
         limit = self.limits.max_result_chars
@@ -322,6 +323,7 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
             recursion_limit=limit if isinstance(limit := config.get("recursion_limit"), int)
             else None,
             keep_session=self.persistence != "call",
+            runtime=runtime if dataclasses.is_dataclass(runtime) else None,
         )
         # each round of the code is two steps of the driver graph
         config["recursion_limit"] = 4 * self.limits.max_host_calls + 10
@@ -346,7 +348,11 @@ class CodeInterpreterMiddleware(SectionPromptMixin, AgentMiddleware):
             parts.append(out["result"])
         message = ToolMessage(content=self._clip("\n".join(parts) or "(no value, no output)"),
                               tool_call_id=tool_call_id, name=self.tool_name)
-        update: dict[str, Any] = {**(out.get("updates") or {}), "messages": [message]}
+        updates = out.get("updates") or {}
+        if ctx.tool_updates:  # what the tools the code called wrote into state (files)
+            files = {**(ctx.tool_updates.get("files") or {}), **(updates.get("files") or {})}
+            updates = {**ctx.tool_updates, **updates, **({"files": files} if files else {})}
+        update: dict[str, Any] = {**updates, "messages": [message]}
         if self.persistence != "call":
             update[SESSION_KEY] = self._kept(out.get("session"))
         return Command(update=update)
