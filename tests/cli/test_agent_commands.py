@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,36 @@ def test_write_tool_lists_leaves_a_file_that_would_not_read_back(tmp_path: Path)
     with pytest.raises(ConfigError):
         write_tool_lists(path, {"auto_approve": ["b"]})
     assert path.read_text() == 'auto_approve = ["a"]\nmodel = 3\n'
+
+
+def test_status_line_counts_tokens_and_the_thread_s_pending_tasks(project: Path) -> None:
+    from langchain.agents.middleware.types import AgentMiddleware
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from fathom import create_deep_agent
+    from fathom.cli.status_line import status_line
+    from fathom.middleware.async_subagents.tasks import AsyncSubAgentState
+
+    class TasksChannel(AgentMiddleware):  # the channel the async subagent middleware adds
+        state_schema = AsyncSubAgentState
+
+    def task(task_id: str, status: str) -> dict[str, str]:
+        return {"task_id": task_id, "agent_name": "r", "thread_id": task_id, "run_id": "r1",
+                "status": status, "created_at": "", "last_checked_at": "",
+                "last_updated_at": ""}
+
+    with _session(project, ScriptedModel(policy=_policy)) as session:
+        assert status_line(session, "t1") == "openai:scripted · thread t1 · 0 tokens · $— · cache -"
+        session.run("t1", "hello")
+        session.run("t1", "hello again")
+        line = status_line(session, "t1")
+        assert re.fullmatch(r"openai:scripted · thread t1 · [1-9][\d,]* tokens · \$— · "
+                            r"cache \d+%", line), line
+        with SqliteSaver.from_conn_string(str(session.db_path)) as saver:
+            create_deep_agent(ScriptedModel(policy=lambda r: "ok"), middleware=[TasksChannel()],
+                              checkpointer=saver).invoke(
+                {"messages": [{"role": "user", "content": "hi"}],
+                 "async_tasks": {"a": task("a", "running"), "b": task("b", "waiting"),
+                                 "c": task("c", "success")}},
+                {"configurable": {"thread_id": "sup"}})
+        assert status_line(session, "sup").endswith(" · 2 tasks pending")
