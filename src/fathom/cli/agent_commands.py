@@ -29,10 +29,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from fathom.cli.commands import CommandContext
+from typing import Any, Protocol
 
 __all__ = [
     "agents_command",
@@ -45,6 +42,16 @@ __all__ = [
 ]
 
 _GENERAL_PURPOSE = "general-purpose"
+
+
+class CommandContext(Protocol):
+    """What a handler uses of `fathom.cli.commands.CommandContext` (not imported: that
+    module registers these handlers)."""
+
+    session: Any
+    thread_id: str
+
+    def say(self, text: str) -> None: ...
 
 
 def _local(ctx: CommandContext, command: str) -> bool:
