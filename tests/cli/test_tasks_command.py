@@ -8,7 +8,10 @@ statuses are stale on purpose (`running`): the command must show what the server
 
 from __future__ import annotations
 
+import asyncio
+import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +39,13 @@ class _TasksChannel(AgentMiddleware[Any, Any, Any]):
     """The supervisor's `async_tasks` channel, as the async subagent middleware adds it."""
 
     state_schema = AsyncSubAgentState
+
+
+@tool
+async def wait_long() -> str:
+    """Wait until cancelled."""
+    await asyncio.sleep(3600)
+    return "never"
 
 
 @tool
@@ -69,6 +79,9 @@ def server_url() -> Iterator[str]:
             ScriptedModel(replies=[ai("", tool_call("ask_human", {"question": "deploy now?"}))],
                           policy=lambda r: "done"),
             tools=[ask_human], name="asker"),
+        "slow": create_deep_agent(
+            ScriptedModel(replies=[ai("", tool_call("wait_long", {}))], policy=lambda r: "done"),
+            tools=[wait_long], name="slow"),
     })
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
@@ -203,3 +216,55 @@ def test_slash_tasks_reads_the_local_thread_and_refreshes_from_the_server(
 
     table = asyncio.run(scenario())
     assert "success (was running)" in table and "waiting (was running)" in table
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+@pytest.mark.timeout(180)
+def test_slash_tasks_lists_checks_and_cancels_in_the_command(
+    fathom_project: FathomProject, server_url: str,
+    supervisor: tuple[str, dict[str, AsyncTask]],
+) -> None:
+    """`/tasks`, `/tasks check ID` and `/tasks cancel ID` in the real command, on a local
+    supervisor thread whose tasks run on a server; the status line counts the pending ones."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from fathom.project.threads import threads_db_path
+
+    parent, tasks = supervisor
+    client = get_sync_client(url=server_url, api_key=None)
+    slow = _launch(client, "slow", parent)
+    _until(lambda: client.runs.get(slow["thread_id"], slow["run_id"])["status"] == "running",
+           "the slow task to run")
+    fp = fathom_project
+    db = threads_db_path(fp.project, fp.home)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with SqliteSaver.from_conn_string(str(db)) as saver:  # the thread as a supervisor left it
+        agent = create_deep_agent(ScriptedModel(policy=lambda r: "ok"),
+                                  middleware=[_TasksChannel()], checkpointer=saver)
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}],
+                      "async_tasks": {**tasks, slow["task_id"]: slow}},
+                     {"configurable": {"thread_id": "local1"}})
+
+    child = fp.spawn("--thread", "local1", "--plain",
+                     env={**fp.env, "FATHOM_SERVER": server_url})
+    fp.prompt(child)
+    child.sendline("/tasks")
+    child.expect(r"success \(was running\)")  # in launch order: researcher, asker, slow
+    child.expect(re.escape(slow["task_id"]) + r"\s+slow\s+running")
+    fp.prompt(child)
+    asker = _task_of(tasks, "asker")
+    child.sendline(f"/tasks check {asker['task_id'][:8]}")
+    child.expect_exact(f"task {asker['task_id']} · asker · waiting")
+    child.expect_exact('waiting for a person: {"question": "deploy now?"}')
+    child.sendline(f"/tasks cancel {asker['task_id']}")
+    child.expect_exact("is waiting for a person and runs nothing")
+    child.sendline(f"/tasks cancel {slow['task_id'][:8]}")
+    child.expect_exact(f"cancelled task {slow['task_id']} (slow)")
+    _until(lambda: client.runs.get(slow["thread_id"], slow["run_id"])["status"] != "running",
+           "the server to stop the slow run")
+    assert client.runs.get(slow["thread_id"], slow["run_id"])["status"] == "interrupted"
+    child.sendline("/tasks")
+    child.expect(re.escape(slow["task_id"]) + r"\s+slow\s+cancelled \(was running\)")
+    child.sendline("/tasks cancel zzzz")
+    child.expect_exact("no async task 'zzzz' on this thread")
+    assert fp.leave(child) == 0

@@ -197,30 +197,6 @@ def _mcp(ctx: CommandContext, _arg: str) -> None:
     ctx.say(mcp_report(getattr(ctx.session.setup, "mcp", None)))
 
 
-def _tasks(ctx: CommandContext, arg: str) -> None:
-    """`/tasks [TASK]`: this thread's async tasks, refreshed from `$FATHOM_SERVER`."""
-    import asyncio
-
-    from fathom.cli.tasks import TaskLookupError, local_async_tasks, server_client, tasks_report
-
-    db_path = getattr(ctx.session, "db_path", None)
-    if db_path is None:
-        ctx.say("/tasks is not available when attached to a server; "
-                "`fathom tasks --thread ID --server URL` lists a thread's tasks there")
-        return
-
-    async def report() -> str:
-        tasks = await local_async_tasks(db_path, ctx.thread_id)
-        if not tasks:
-            return "no async tasks on this thread"
-        return await tasks_report(server_client(None), tasks, arg or None)
-
-    try:
-        ctx.say(asyncio.run(report()))
-    except TaskLookupError as error:
-        ctx.say(str(error))
-
-
 def _calls(ctx: CommandContext, arg: str) -> None:
     """`/calls [all]`: the call card of this thread's last turn (all: of every turn; a run's
     id, or a prefix of it: of that turn)."""
@@ -287,6 +263,24 @@ def _history_commands() -> list[Command]:
     ]
 
 
+def _agent_commands() -> list[Command]:
+    """/skills, /agents, /tasks, /budget and /permissions (`fathom.cli.agent_commands`)."""
+    from fathom.cli import agent_commands as ac
+
+    return [
+        Command("skills", "the project's skills (NAME: one SKILL.md; reload: read them again)",
+                ac.skills_command, usage="[NAME|reload]"),
+        Command("agents", "the subagents task can start (NAME: one; reload: read them again)",
+                ac.agents_command, usage="[NAME|reload]"),
+        Command("tasks", "this thread's async subagent tasks (check ID: one; cancel ID: stop "
+                "it)", ac.tasks_command, usage="[check|cancel ID]"),
+        Command("budget", "the run budget and this thread's spend (tokens=N usd=X: set it)",
+                ac.budget_command, usage="[NAME=VALUE...|off]"),
+        Command("permissions", "which tools ask for approval (allow|ask TOOL [--save])",
+                ac.permissions_command, usage="[allow|ask TOOL]"),
+    ]
+
+
 def _default_commands() -> CommandRegistry:
     return CommandRegistry([
         Command("help", "list the commands", _help),
@@ -307,9 +301,8 @@ def _default_commands() -> CommandRegistry:
                 "every turn)", _calls, usage="[all]"),
         Command("expand", "show tool result N in full (no N: the last one)", _expand,
                 usage="[N]"),
-        Command("tasks", "this thread's async subagent tasks (TASK: one of them)", _tasks,
-                usage="[TASK]"),
         Command("mcp", "the MCP servers and their tools", _mcp),
+        *_agent_commands(),
         Command("exit", "leave (Ctrl-D does too)", _exit, aliases=("quit",)),
     ])  # fmt: skip
 

@@ -3,7 +3,9 @@ its approvals, until /exit or Ctrl-D.
 
 Lines are read by the line editor in a terminal, else by `input()` (`fathom.cli.line_editor`).
 A line starting with `/` is a command (`fathom.cli.commands`) and never reaches the model;
-`@path` mentions in a message attach the project's files (`fathom.cli.mentions`).
+`@path` mentions in a message attach the project's files (`fathom.cli.mentions`). The
+status line (`fathom.cli.status_line`) is drawn under the prompt by the line editor, and
+printed after each turn without it.
 """
 
 from __future__ import annotations
@@ -58,11 +60,15 @@ def _project_dir(args: argparse.Namespace, session: Any) -> Path:
 def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool) -> int:
     """The interactive loop: read a message, run a turn, answer its approvals."""
     from fathom.cli.commands import COMMANDS, CommandContext, is_command, message_text
-    from fathom.cli.line_editor import make_reader
+    from fathom.cli.line_editor import make_reader, use_line_editor
     from fathom.cli.mentions import MentionError, attach_mentions
+    from fathom.cli.status_line import status_line
 
     project = _project_dir(args, session)
-    reader = make_reader(project, COMMANDS, plain=bool(getattr(args, "plain", False)))
+    plain = bool(getattr(args, "plain", False))
+    reader = make_reader(project, COMMANDS, plain=plain)
+    # the status line: under the prompt in the line editor, else printed after each turn
+    toolbar = use_line_editor(plain=plain)
 
     def answer(approvals: list[Any]) -> None:
         # Keys the editor read ahead were typed before the question: never an answer.
@@ -76,7 +82,7 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
     while True:
         session.display.pause()
         try:
-            text = reader.read("› ")
+            text = reader.read("› ", status=status_line(session, thread_id) if toolbar else None)
         except EOFError:
             print()
             return EXIT_OK
@@ -114,3 +120,5 @@ def _talk(args: argparse.Namespace, session: Any, thread_id: str, existed: bool)
         result = session.run(thread_id, attached.message)
         if result.status == "approval":
             answer(result.approvals)
+        if not toolbar:
+            print(f"── {status_line(session, thread_id)}", flush=True)

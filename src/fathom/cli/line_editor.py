@@ -6,7 +6,9 @@ In a terminal the prompt is a prompt_toolkit `PromptSession`
 Up/Down and Ctrl-R search the history, which is kept per project in `.fathom/history`.
 Enter sends; Alt-Enter (or Esc then Enter) adds a line; a pasted block arrives whole,
 newlines included, as one message (the terminal's bracketed paste). Tab completes
-`/commands` (their help alongside) and `@path` mentions of the project's files.
+`/commands` (their help alongside) and `@path` mentions of the project's files. The
+session's status line (model, thread, tokens and cost, cache rate, pending tasks) is the
+prompt's bottom toolbar.
 
 When stdin or stdout is not a terminal, `TERM` is `dumb`, or `--plain` is given, lines
 are read with `input()`. Both readers raise `EOFError` on Ctrl-D and `KeyboardInterrupt`
@@ -51,8 +53,11 @@ _COMMAND_AT_CURSOR = re.compile(r"^/(\S*)$")
 class LineReader(Protocol):
     """Reads one message from the person."""
 
-    def read(self, prompt: str) -> str:
-        """The text typed after `prompt`; `EOFError` on Ctrl-D, `KeyboardInterrupt` on Ctrl-C."""
+    def read(self, prompt: str, *, status: str | None = None) -> str:
+        """The text typed after `prompt`; `EOFError` on Ctrl-D, `KeyboardInterrupt` on Ctrl-C.
+
+        `status` is the session's status line, shown under the prompt by the line editor
+        (the plain reader leaves it to the caller)."""
         ...
 
     def discard_typeahead(self) -> None:
@@ -63,7 +68,7 @@ class LineReader(Protocol):
 class PlainReader:
     """`input()`: for pipes, dumb terminals and `--plain`."""
 
-    def read(self, prompt: str) -> str:
+    def read(self, prompt: str, *, status: str | None = None) -> str:
         return input(prompt)
 
     def discard_typeahead(self) -> None:
@@ -126,8 +131,9 @@ class EditorReader:
             enable_history_search=False,
         )
 
-    def read(self, prompt: str) -> str:
-        return self._session.prompt(prompt)
+    def read(self, prompt: str, *, status: str | None = None) -> str:
+        # the bottom toolbar: one line under the prompt, drawn while the person types
+        return self._session.prompt(prompt, bottom_toolbar=status)
 
     def discard_typeahead(self) -> None:
         clear_typeahead(self._session.input)
