@@ -15,7 +15,8 @@
                                 over HTTP, through `fathom serve`)
     fathom serve                serve a langgraph.json's graphs over the Agent Protocol
     fathom mcp serve            serve an agent as MCP tools (stdio or streamable HTTP)
-    fathom acp                  serve the project agent to an editor over ACP (stdio)
+    fathom acp                  serve the project agent to an editor over ACP (stdio;
+                                --config langgraph.json --graph NAME: that graph instead)
 
 Only the standard library is imported at start-up, so `fathom --help` is quick.
 """
@@ -181,7 +182,8 @@ def _acp_parser(commands: Any) -> None:
         "acp", help="serve the project agent to an editor over ACP (stdio)",
         description="Run the agent as an Agent Client Protocol agent on stdin/stdout, for "
         "editors such as Zed. Each session works on the project in its directory, with "
-        "fathom.toml, memory, skills and subagents, and is kept as a thread.",
+        "fathom.toml, memory, skills and subagents, and is kept as a thread. With --config, "
+        "a graph of a langgraph.json is served instead.",
     )  # fmt: skip
     acp.add_argument("--model", default=argparse.SUPPRESS, metavar="PROVIDER:MODEL",
                      help="the model (default: fathom.toml)")

@@ -206,3 +206,19 @@ def test_an_unknown_or_missing_graph_name_is_an_error_listing_the_graphs(
     assert done.returncode == 2
     assert expected in done.stderr
     assert done.stdout == ""  # nothing on the protocol channel
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--graph", "coder"], "--graph names a graph of a langgraph.json; give it with --config"),
+    (["--config", "CONFIG", "--model", "openai:gpt-4.1"], "--model apply to the project agent"),
+])  # fmt: skip
+def test_project_agent_options_and_a_graph_without_its_file_are_refused(
+    deploy: Deploy, args: list[str], expected: str,
+) -> None:
+    args = [str(deploy.config) if a == "CONFIG" else a for a in args]
+    done = subprocess.run(
+        [str(FATHOM), "acp", *args], env=deploy.env, cwd=deploy.project, capture_output=True,
+        text=True, timeout=DEADLINE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert expected in done.stderr
