@@ -9,6 +9,8 @@ thread of that project's threads database, so it survives restarts:
 - `session/prompt` streams the run: text as message chunks, tool calls as tool-call
   updates (diffs for `write_file` / `edit_file`), todos as plan updates, approvals as
   permission requests; it ends with `end_turn`, or `cancelled` after `session/cancel`;
+- an interrupt that is not an approval (a graph's own `interrupt(value)`) is shown as a
+  message and ends the turn; the next prompt's text is its resume value;
 - `session/load` replays a stored session's conversation;
 - modes (`ask`, `accept_edits`, `auto`) decide which calls ask first; the `model` option
   switches the model; both rebuild the agent and are kept with the session.
