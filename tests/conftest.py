@@ -22,6 +22,7 @@ SLOW_FILES = frozenset(
         "protocols/acp/test_turns.py",  # these spawn `fathom acp`
         "protocols/acp/test_modes.py",
         "protocols/acp/test_mcp_and_bad_input.py",
+        "protocols/acp/test_graph.py",
         "cli/test_command_pty.py",
         "cli/test_pty_line_editor.py",
         "cli/test_scripting.py",  # these spawn `fathom` (and `fathom serve`)

@@ -15,7 +15,8 @@
                                 over HTTP, through `fathom serve`)
     fathom serve                serve a langgraph.json's graphs over the Agent Protocol
     fathom mcp serve            serve an agent as MCP tools (stdio or streamable HTTP)
-    fathom acp                  serve the project agent to an editor over ACP (stdio)
+    fathom acp                  serve the project agent to an editor over ACP (stdio;
+                                --config langgraph.json --graph NAME: that graph instead)
 
 Only the standard library is imported at start-up, so `fathom --help` is quick.
 """
@@ -38,6 +39,7 @@ from fathom.cli.startup import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     SetupError,
     auto_approved,
     build_session,
@@ -183,7 +185,8 @@ def _acp_parser(commands: Any) -> None:
         "acp", help="serve the project agent to an editor over ACP (stdio)",
         description="Run the agent as an Agent Client Protocol agent on stdin/stdout, for "
         "editors such as Zed. Each session works on the project in its directory, with "
-        "fathom.toml, memory, skills and subagents, and is kept as a thread.",
+        "fathom.toml, memory, skills and subagents, and is kept as a thread. With --config, "
+        "a graph of a langgraph.json is served instead.",
     )  # fmt: skip
     acp.add_argument("--model", default=argparse.SUPPRESS, metavar="PROVIDER:MODEL",
                      help="the model (default: fathom.toml)")
@@ -193,8 +196,42 @@ def _acp_parser(commands: Any) -> None:
                      help="where shell commands run (default: fathom.toml, else none)")
     acp.add_argument("--auto-approve", action="append", default=argparse.SUPPRESS,
                      metavar="TOOL[,TOOL]", help="run these tools without asking")
+    acp.add_argument("--config", default=None, metavar="PATH",
+                     help="serve a graph of this langgraph.json instead of the project agent")
+    acp.add_argument("--graph", default=None, metavar="NAME",
+                     help="the graph of --config to serve (needed when it has several)")
     acp.add_argument("--log-level", default="warning",
                      choices=("critical", "error", "warning", "info", "debug"))
+
+
+def _acp_graph_command(args: argparse.Namespace) -> int:
+    """`fathom acp --config langgraph.json [--graph NAME]`: one graph over ACP."""
+    import asyncio
+
+    from fathom.project.threads import threads_db_path
+    from fathom.protocols.acp import serve
+    from fathom.protocols.acp.graph import GraphChoiceError, deployment_graph
+    from fathom.server.deployment import DeploymentError
+
+    project_only = [f"--{n}" for n in ("model", "sandbox") if option(args, n)]
+    project_only += ["--models"] if args.models else []
+    if project_only:
+        print(f"fathom acp: {', '.join(project_only)} apply to the project agent only; a "
+              "graph from --config brings its own model and tools", file=sys.stderr)
+        return EXIT_USAGE
+    path = Path(args.config).expanduser().resolve()
+    try:
+        name, graph = deployment_graph(path, args.graph)
+    except (DeploymentError, GraphChoiceError) as error:
+        print(f"fathom acp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    db_path = threads_db_path(path.parent, Path.home())
+    try:
+        asyncio.run(serve(graph, name=name, db_path=db_path,
+                          auto_approve=tuple(auto_approved(args))))  # fmt: skip
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_OK
 
 
 def _acp_command(args: argparse.Namespace) -> int:
@@ -204,6 +241,12 @@ def _acp_command(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(levelname)s: %(name)s: %(message)s")  # fmt: skip
+    if args.config is not None:
+        return _acp_graph_command(args)
+    if args.graph is not None:
+        print("fathom acp: --graph names a graph of a langgraph.json; give it with --config "
+              "PATH", file=sys.stderr)
+        return EXIT_USAGE
     options = AcpOptions(
         model=option(args, "model"), sandbox=option(args, "sandbox"),
         models=tuple(m.strip() for m in args.models.split(",") if m.strip()),

@@ -100,8 +100,9 @@ class AcpProject:
     def env(self) -> dict[str, str]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-        if "TMPDIR" in os.environ:
-            env["TMPDIR"] = os.environ["TMPDIR"]
+        for kept in ("TMPDIR", "PYTHONPATH"):  # PYTHONPATH: the command runs the code under test
+            if kept in os.environ:
+                env[kept] = os.environ[kept]
         return env
 
     def write_config(self, extra: str = "", *, base_url: str | None = None) -> None:

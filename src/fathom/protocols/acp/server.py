@@ -9,6 +9,8 @@ thread of that project's threads database, so it survives restarts:
 - `session/prompt` streams the run: text as message chunks, tool calls as tool-call
   updates (diffs for `write_file` / `edit_file`), todos as plan updates, approvals as
   permission requests; it ends with `end_turn`, or `cancelled` after `session/cancel`;
+- an interrupt that is not an approval (a graph's own `interrupt(value)`) is shown as a
+  message and ends the turn; the next prompt's text is its resume value;
 - `session/load` replays a stored session's conversation;
 - modes (`ask`, `accept_edits`, `auto`) decide which calls ask first; the `model` option
   switches the model; both rebuild the agent and are kept with the session.
@@ -436,17 +438,25 @@ class FathomACPAgent:
         agent = session.agent
         state = await agent.aget_state(session.config)
         _mark_seen(translator, state)
-        if state.interrupts:  # an approval left open (cancelled, or another process)
+        payload: Any = {"messages": [{"role": "user", "content": content}]}
+        if state.interrupts and _questions(state):  # the graph asked; this prompt answers
+            text = " ".join(b["text"] for b in content if b.get("type") == "text")
+            payload = await self._decide(session, state, reply=text)
+        elif state.interrupts:  # an approval left open (cancelled, or another process)
             await self._stream(session, translator, await self._decide(session, state))
         elif has_unfinished_step(state) and not session.record.stopped:
             await self._stream(session, translator, None)  # finish a killed run first
         session.record.stopped = False
         await SessionStore(session.db_path).asave(session.record)
-        payload: Any = {"messages": [{"role": "user", "content": content}]}
         while True:
             await self._stream(session, translator, payload)
             state = await agent.aget_state(session.config)
             if not state.interrupts:
+                return
+            questions = _questions(state)
+            if questions:  # ends the turn; the next prompt is the answer
+                for value in questions:
+                    await self._send(session, update_agent_message_text(_question_text(value)))
                 return
             payload = await self._decide(session, state)
             if not isinstance(payload, Command):
@@ -468,7 +478,7 @@ class FathomACPAgent:
                 if isinstance(event, TextDelta):
                     await self._send(session, update_agent_message_text(event.text))
                 elif isinstance(event, ToolStarted):
-                    old = _old_text(session.project_dir, event.name, event.args)
+                    old = await self._old_text(session, event.name, event.args)
                     await self._send(session, tool_call_start(
                         event.call_id, event.name, event.args, root=session.project_dir,
                         old_text=old))  # fmt: skip
@@ -478,24 +488,39 @@ class FathomACPAgent:
                 elif isinstance(event, TodosChanged):
                     await self._send(session, plan_update(event.todos))
 
-    async def _decide(self, session: _Session, state: Any) -> Any:
-        """Ask the editor about each pending approval; the `Command` resuming them all."""
+    def _approved_up_front(self, session: _Session, name: str) -> bool:
+        """Whether a call of `name` runs without asking: "Always allow", the mode, or the
+        command line's `--auto-approve` (for a graph whose own approvals ask for it)."""
+        extra = MODES.get(session.record.mode, MODES["ask"])[2]
+        return (name in session.always or "*" in extra or name in extra
+                or name in self.options.auto_approve)  # fmt: skip
+
+    async def _decide(self, session: _Session, state: Any, *,
+                      reply: str | None = None) -> Any:
+        """Ask the editor about each pending approval; the `Command` resuming them all.
+
+        An interrupt that is not an approval (the graph's own `interrupt(value)`) is resumed
+        with `reply`, the text of the prompt that answers it.
+        """
         from langgraph.types import Command
 
         assert self._conn is not None, "no client connection"
         calls = _pending_calls(state)
         resume: dict[str, Any] = {}
         for interrupt in state.interrupts:
-            value = interrupt.value if isinstance(interrupt.value, dict) else {}
+            if not _is_approval(interrupt.value):
+                resume[interrupt.id] = reply or ""
+                continue
+            value = interrupt.value
             decisions = []
             for request in value.get("action_requests", []):
                 name, args = str(request.get("name", "tool")), dict(request.get("args") or {})
-                if name in session.always:
+                if self._approved_up_front(session, name):
                     decisions.append({"type": "approve"})
                     continue
                 call_id = calls.pop((name, _key(args)), None) or f"{interrupt.id}:{name}"
                 start = tool_call_start(call_id, name, args, root=session.project_dir,
-                                        old_text=_old_text(session.project_dir, name, args))
+                                        old_text=await self._old_text(session, name, args))
                 answer = await self._conn.request_permission(
                     session_id=session.record.session_id, options=_OPTIONS,
                     tool_call=ToolCallUpdate(
@@ -515,6 +540,18 @@ class FathomACPAgent:
                     decisions.append({"type": "reject", "message": _REJECTED})
             resume[interrupt.id] = {"decisions": decisions}
         return Command(resume=resume)
+
+    async def _old_text(self, session: _Session, name: str,
+                        args: dict[str, Any]) -> str | None:
+        """The current text of the file a `write_file` call replaces (None: a new file):
+        from the thread's `files` (a state backend), else from disk under the session's
+        directory."""
+        if name != "write_file":
+            return None
+        state = await session.agent.aget_state(session.config)
+        path = str(args.get("file_path") or "")
+        in_state = _state_file_text(state.values or {}, path)
+        return in_state if in_state is not None else _disk_text(session.project_dir, name, args)
 
     async def _replay(self, session: _Session) -> None:
         """Send a stored conversation as the updates that showed it the first time."""
@@ -568,8 +605,41 @@ def _pending_calls(state: Any) -> dict[tuple[str, str], str]:
     return {}
 
 
-def _old_text(project_dir: Path, name: str, args: dict[str, Any]) -> str | None:
-    """The current text of the file a `write_file` call replaces (None: a new file)."""
+def _is_approval(value: Any) -> bool:
+    """Whether an interrupt's value is a `HumanInTheLoopMiddleware` approval request."""
+    return isinstance(value, dict) and isinstance(value.get("action_requests"), list)
+
+
+def _questions(state: Any) -> list[Any]:
+    """The values of the pending interrupts that are not approvals (the graph's questions)."""
+    return [i.value for i in state.interrupts if not _is_approval(i.value)]
+
+
+def _question_text(value: Any) -> str:
+    """How the editor is shown a graph's own interrupt; the next prompt answers it."""
+    import json
+
+    shown = value if isinstance(value, str) else json.dumps(value, default=str, indent=2)
+    return f"\n\nThe agent is waiting for your answer:\n\n{shown}\n\n(Your next message is " \
+        "the answer.)\n"
+
+
+def _state_file_text(values: dict[str, Any], path: str) -> str | None:
+    """The text of `path` in the state's `files` channel (a graph on a state backend)."""
+    from fathom.backends.utils import file_data_to_string
+
+    files = values.get("files")
+    data = files.get(path) if isinstance(files, dict) else None
+    if not isinstance(data, dict) or data.get("encoding") == "base64":
+        return None
+    try:
+        return file_data_to_string(data)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _disk_text(project_dir: Path, name: str, args: dict[str, Any]) -> str | None:
+    """The current text of the file a `write_file` call replaces on disk (None: none)."""
     if name != "write_file":
         return None
     path = str(args.get("file_path") or "")

@@ -15,7 +15,7 @@ from acp import run_agent
 
 from fathom.protocols.acp.server import AcpOptions, FathomACPAgent
 
-__all__ = ["serve_stdio"]
+__all__ = ["serve_agent", "serve_stdio"]
 
 STDIO_LIMIT = 50 * 1024 * 1024
 """Largest message line accepted (images arrive inline as base64)."""
@@ -35,8 +35,13 @@ async def _streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 async def serve_stdio(options: AcpOptions | None = None) -> None:
-    """Serve ACP on stdio until the editor closes the connection."""
-    agent = FathomACPAgent(options)
+    """Serve the project agent over ACP on stdio until the editor closes the connection."""
+    await serve_agent(FathomACPAgent(options))
+
+
+async def serve_agent(agent: FathomACPAgent) -> None:
+    """Serve `agent` (the project agent, or a `GraphACPAgent`) on stdio until the editor
+    closes the connection; the agent is closed after."""
     reader, writer = await _streams()
     try:
         await run_agent(agent, writer, reader)  # type: ignore[arg-type]
