@@ -187,10 +187,11 @@ def a2a_routes(endpoints: A2AEndpoints | None = None) -> list[BaseRoute]:
     """The A2A routes for a fathom app (``create_app(routes=...)``; ``fathom serve`` adds them
     when a2a-sdk is installed, through ``fathom.protocols.server_routes``)."""
     endpoints = endpoints or A2AEndpoints()
+    # Named ``a2a.*``: ``langgraph.json``'s ``http.disable_a2a`` leaves these routes out.
     return [
-        Route(AGENT_CARD_WELL_KNOWN_PATH, endpoints.discovery_card, methods=["GET"]),
-        Route("/a2a/{assistant_id}", endpoints.rpc, methods=["POST"]),
-        Route(
-            f"/a2a/{{assistant_id}}{AGENT_CARD_WELL_KNOWN_PATH}", endpoints.card, methods=["GET"]
-        ),
-    ]
+        Route(AGENT_CARD_WELL_KNOWN_PATH, endpoints.discovery_card, methods=["GET"],
+              name="a2a.discovery_card"),
+        Route("/a2a/{assistant_id}", endpoints.rpc, methods=["POST"], name="a2a.rpc"),
+        Route(f"/a2a/{{assistant_id}}{AGENT_CARD_WELL_KNOWN_PATH}", endpoints.card,
+              methods=["GET"], name="a2a.card"),
+    ]  # fmt: skip
