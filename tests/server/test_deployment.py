@@ -121,7 +121,7 @@ def test_settings_fathom_uses_are_read_and_the_rest_reported_as_ignored(tmp_path
                   "ttl": {"default_ttl": 60, "sweep_interval_minutes": 5}},
         "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 10}},
         "http": {"cors": {"allow_origins": ["https://ui.example"], "max_age": 60},
-                 "disable_mcp": True},
+                 "disable_mcp": True, "disable_meta": True},
         "mystery": 1,
     })  # fmt: skip
     deployment = load_deployment(path)
@@ -129,14 +129,26 @@ def test_settings_fathom_uses_are_read_and_the_rest_reported_as_ignored(tmp_path
     assert deployment.store_index == {"dims": 8, "embed": "fake:embed", "fields": ["text"]}
     assert deployment.store_ttl == {"default_ttl": 60, "sweep_interval_minutes": 5}
     assert deployment.cors_origins == ("https://ui.example",)
+    assert deployment.disabled_protocols == {"mcp"}
     ignored = "\n".join(deployment.ignored)
     for key in ("python_version", "auth.openapi", "auth.disable_studio_auth", "checkpointer.ttl",
                 "http.cors.max_age",
-                "http.disable_mcp", "mystery"):  # fmt: skip
+                "http.disable_meta", "mystery"):  # fmt: skip
         assert key in ignored
+    assert "disable_mcp" not in ignored
     assert "store.index" not in ignored
     assert "dependencies" not in ignored
     assert deployment.auth is None
+
+
+def test_http_protocol_switches_are_read_and_checked(tmp_path: Path):
+    path = write_project(tmp_path, {"graphs": {"g": "./agent.py:graph"},
+                                    "http": {"disable_a2a": True, "disable_mcp": False}})
+    assert load_deployment(path).disabled_protocols == {"a2a"}
+    path = write_project(tmp_path, {"graphs": {"g": "./agent.py:graph"},
+                                    "http": {"disable_a2a": "yes"}})
+    with pytest.raises(DeploymentError, match=r"http\.disable_a2a.*true or false"):
+        load_deployment(path)
 
 
 AUTH_MODULE = '''

@@ -17,7 +17,10 @@ machine (the format is documented at https://docs.langchain.com/langsmith/cli#co
   LangChain's `init_embeddings`, or `"./file.py:function"` for your own function) and
   `store.ttl` (`default_ttl`, `refresh_on_read`, `sweep_interval_minutes`) are passed to the
   store by `open_storage`.
-- `http.cors.allow_origins` becomes the server's CORS origins.
+- `http.cors.allow_origins` becomes the server's CORS origins; `http.disable_a2a` and
+  `http.disable_mcp` (`true`) take the A2A routes (`/a2a/...` and the agent cards) and the MCP
+  route (`/mcp`) off the server, as on LangGraph's server
+  (https://docs.langchain.com/langsmith/server-a2a, https://docs.langchain.com/langsmith/server-mcp).
 - `auth.path`: `"./auth.py:auth"` (relative to the file's folder) or `"package.module:auth"`,
   a `langgraph_sdk.Auth` whose handlers name each caller and decide what they may see and do
   (`fathom.server.auth`). `auth.disable_studio_auth`, `auth.openapi` and `auth.cache` are
@@ -69,6 +72,8 @@ UNSUPPORTED_KEYS = frozenset({"encryption", "priority", "webhooks", "ui"})
 STORE_KEYS = frozenset({"index", "ttl"})
 INDEX_KEYS = frozenset({"dims", "embed", "fields"})
 TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes"})
+HTTP_SWITCHES = {"disable_a2a": "a2a", "disable_mcp": "mcp"}
+"""`http` keys that take a protocol's routes off the server, and the protocol each names."""
 AUTH_NOOP_KEYS = frozenset({"disable_studio_auth", "openapi", "cache"})
 """`auth` keys langgraph-api reads that change nothing on fathom's server."""
 
@@ -97,6 +102,9 @@ class Deployment:
     """`store.ttl`, for `open_storage(ttl=...)`."""
     cors_origins: tuple[str, ...] = ()
     """`http.cors.allow_origins`."""
+    disabled_protocols: frozenset[str] = frozenset()
+    """The protocols whose routes `http.disable_a2a` / `http.disable_mcp` take off the server
+    (`"a2a"`, `"mcp"`): `fathom serve` leaves out the routes named after them."""
     auth: Auth | None = None
     """The `langgraph_sdk.Auth` that `auth.path` names."""
     ignored: list[str] = field(default_factory=list)
@@ -256,7 +264,15 @@ def _http_settings(path: Path, raw: Any, deployment: Deployment) -> None:
         return
     if not isinstance(raw, Mapping):
         raise _fail(path, "http", "expected an object")
-    _note_section(deployment.ignored, "http", raw, frozenset({"cors"}))
+    _note_section(deployment.ignored, "http", raw, frozenset({"cors", *HTTP_SWITCHES}))
+    disabled: set[str] = set()
+    for key, protocol in HTTP_SWITCHES.items():
+        value = raw.get(key, False)
+        if not isinstance(value, bool):
+            raise _fail(path, f"http.{key}", "expected true or false")
+        if value:
+            disabled.add(protocol)
+    deployment.disabled_protocols = frozenset(disabled)
     cors = raw.get("cors")
     if cors is None:
         return

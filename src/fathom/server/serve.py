@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,19 @@ class ServeOptions:
     """In a worker: the descriptor of the listening socket inherited from its parent."""
     worker_report: int | None = None
     """In a worker: the pipe on which it tells its parent, in one line, that it serves."""
+
+
+def enabled_routes(
+    routes: Sequence[BaseRoute], disabled: AbstractSet[str]
+) -> tuple[BaseRoute, ...]:
+    """``routes`` less those of the ``disabled`` protocols (``langgraph.json``'s
+    ``http.disable_a2a``/``http.disable_mcp``): a protocol's routes are named after it,
+    ``"mcp"`` or ``"a2a.<anything>"``."""
+
+    def protocol(route: BaseRoute) -> str:
+        return str(getattr(route, "name", "") or "").partition(".")[0]
+
+    return tuple(route for route in routes if protocol(route) not in disabled)
 
 
 def is_loopback(host: str) -> bool:
@@ -231,7 +245,7 @@ async def _serve_one(options: ServeOptions, config_path: Path) -> None:
             api_key=options.api_key or None,
             cors_origins=origins,
             max_body_bytes=options.max_body_bytes,
-            routes=options.routes,
+            routes=enabled_routes(options.routes, deployment.disabled_protocols),
             replica_database=_postgres_url(options.database),
             lease_seconds=options.lease_seconds,
             auth=deployment.auth,

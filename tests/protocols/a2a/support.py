@@ -138,11 +138,17 @@ async def serve(graphs: dict[str, Any], **kwargs: Any) -> AsyncIterator[tuple[st
 
 @contextlib.asynccontextmanager
 async def a2a_client(
-    url: str, *, streaming: bool = False, headers: dict[str, str] | None = None
+    url: str,
+    *,
+    streaming: bool = False,
+    headers: dict[str, str] | None = None,
+    polling: bool = False,
 ) -> AsyncIterator[Client]:
-    """a2a-sdk's own client for the agent at ``url`` (its card is fetched first)."""
+    """a2a-sdk's own client for the agent at ``url`` (its card is fetched first); with
+    ``polling``, a send returns the task at once instead of waiting for its end."""
     async with httpx.AsyncClient(timeout=DEADLINE_S, headers=headers) as http:
-        client = await create_client(url, ClientConfig(httpx_client=http, streaming=streaming))
+        config = ClientConfig(httpx_client=http, streaming=streaming, polling=polling)
+        client = await create_client(url, config)
         async with client:
             yield client
 

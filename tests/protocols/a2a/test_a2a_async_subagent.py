@@ -31,12 +31,13 @@ async def remote() -> AsyncIterator[tuple[str, Gated]]:
 class Supervisor:
     """A deep agent whose model turns each user command into one async task tool call."""
 
-    def __init__(self, agent_url: str) -> None:
-        self.task_id = ""
+    def __init__(self, agent_url: str, checkpointer: InMemorySaver | None = None,
+                 task_id: str = "") -> None:  # fmt: skip
+        self.task_id = task_id
         spec = a2a_async_subagent(agent_url, name="remote", description="A remote A2A agent.")
         self.agent = create_deep_agent(
             model=ScriptedModel(policy=self.policy), subagents=[spec],
-            checkpointer=InMemorySaver(),
+            checkpointer=checkpointer or InMemorySaver(),
         )  # fmt: skip
         self.config: Any = {"configurable": {"thread_id": "supervisor"}}
 
@@ -109,6 +110,41 @@ async def test_a_supervisor_starts_checks_and_updates_an_a2a_agent_in_the_backgr
         first = await client.get_task(GetTaskRequest(id=first_run))
         second = await client.get_task(GetTaskRequest(id=second_run))
     assert first.context_id == second.context_id
+    thread = await get_client(url=url).threads.get(first.context_id)
+    texts = [m["content"] for m in thread["values"]["messages"]]
+    assert texts == ["say hi", "echo: say hi", "more", "echo: more"]
+
+
+async def test_an_update_right_after_a_supervisor_restart_continues_the_remote_context(
+    remote: tuple[str, Gated],
+) -> None:
+    url, _ = remote
+    agent_url = f"{url}/a2a/echo"
+    saver = InMemorySaver()  # the supervisor's checkpoints outlive it
+    before = Supervisor(agent_url, saver)
+    await before.say("start")
+    first_run = (await before.agent.aget_state(before.config)).values["async_tasks"][
+        before.task_id
+    ]["run_id"]
+    await eventually(
+        lambda: _is(agent_url, first_run, TaskState.TASK_STATE_COMPLETED), "the remote task"
+    )
+    said, record = await before.say("check")
+    assert record["status"] == "success"
+
+    # A new supervisor process: the same checkpoints, a new spec whose client remembers
+    # nothing. Its first act is the update of the finished task, with no read before it.
+    after = Supervisor(agent_url, saver, task_id=before.task_id)
+    said, record = await after.say("update")
+    assert said.startswith("Updated async subagent."), said
+    second_run = record["run_id"]
+    await eventually(
+        lambda: _is(agent_url, second_run, TaskState.TASK_STATE_COMPLETED), "the follow-up"
+    )
+    async with a2a_client(agent_url) as client:
+        first = await client.get_task(GetTaskRequest(id=first_run))
+        second = await client.get_task(GetTaskRequest(id=second_run))
+    assert second.context_id == first.context_id
     thread = await get_client(url=url).threads.get(first.context_id)
     texts = [m["content"] for m in thread["values"]["messages"]]
     assert texts == ["say hi", "echo: say hi", "more", "echo: more"]

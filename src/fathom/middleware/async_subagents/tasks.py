@@ -23,6 +23,7 @@ from fathom.backends.utils import now_iso as now_iso  # re-exported: the records
 
 __all__ = [
     "ASYNC_SUBAGENT_KEYS",
+    "FOLLOWS_RUN_KEY",
     "PARENT_KEY",
     "TASK_STATUSES",
     "AsyncSubAgent",
@@ -244,6 +245,11 @@ def result_content(report: Mapping[str, Any]) -> str | list[str | dict[Any, Any]
     head = {key: value for key, value in report.items() if key != "result"}
     return [{"type": "text", "text": json.dumps(head)}, *(dict(b) for b in blocks)]
 
+
+FOLLOWS_RUN_KEY = "follows_run_id"
+"""Run metadata of a follow-up (``update_async_task``): the task's run before it, from the
+task's record in ``async_tasks``. A client that keeps no state of its own (an A2A agent
+after the supervisor restarted) finds the conversation to continue from it."""
 
 PARENT_KEY = "deepagents_parent"
 """Where a child run finds the agent that launched it: `config["configurable"][PARENT_KEY]`

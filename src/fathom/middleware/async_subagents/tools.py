@@ -24,6 +24,7 @@ from langgraph_sdk.client import LangGraphClient
 from pydantic import BaseModel, Field
 
 from fathom.middleware.async_subagents.tasks import (
+    FOLLOWS_RUN_KEY,
     PARENT_KEY,
     UNFINISHED,
     AsyncSubAgent,
@@ -428,12 +429,13 @@ class TaskTracker:
         if refusal := self._second_update(task, runtime):
             return _error(refusal, runtime)
         strategy = spec.get("update_strategy", "interrupt")
+        options = self.run_options(spec, runtime)
+        options["metadata"] = {**options.get("metadata", {}), FOLLOWS_RUN_KEY: task["run_id"]}
         try:
             run = await create_run(
                 self.clients.get(spec), thread_id=task["thread_id"], assistant_id=spec["graph_id"],
                 input={"messages": [{"role": "user", "content": message}]},
-                multitask_strategy=strategy, active_run_id=task["run_id"],
-                **self.run_options(spec, runtime),
+                multitask_strategy=strategy, active_run_id=task["run_id"], **options,
             )
         except REMOTE_ERRORS as error:
             logger.warning("updating task %s failed", task["task_id"], exc_info=True)

@@ -24,7 +24,9 @@ A2A calls through a2a-sdk's client:
 The contexts and newest task of each thread are remembered by the spec's client object (one
 per spec, shared by every run of the supervisor); the task records in the ``async_tasks``
 channel hold the task ids, and reading a task fills the memory in again, so a supervisor
-restored from its checkpoint checks, lists and cancels its tasks as before.
+restored from its checkpoint checks, lists and cancels its tasks as before. An update names
+the task it follows (its record's ``run_id``, as run metadata ``follows_run_id``), so even an
+update that is the restored supervisor's first call continues the task's context.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from a2a.types import (
 from a2a.utils.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 
 from fathom.middleware.async_subagents import AsyncSubAgent
+from fathom.middleware.async_subagents.tasks import FOLLOWS_RUN_KEY
 
 __all__ = ["A2ATaskClient", "a2a_async_subagent"]
 
@@ -131,14 +134,19 @@ class _Runs:
         *,
         input: Mapping[str, Any] | None = None,
         multitask_strategy: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         **_: Any,
     ) -> dict[str, Any]:
-        """Send the input's last message to the remote agent; return at once."""
+        """Send the input's last message to the remote agent; return at once. A follow-up
+        names the task it follows (``metadata[FOLLOWS_RUN_KEY]``, from the supervisor's task
+        record), so its context is found even by a client that remembers nothing."""
         messages = list((input or {}).get("messages") or [])
         text = str(messages[-1].get("content", "")) if messages else ""
-        return self._owner.run_record(
-            thread_id, await self._owner.send(thread_id, text, multitask_strategy)
+        follows = (metadata or {}).get(FOLLOWS_RUN_KEY)
+        task = await self._owner.send(
+            thread_id, text, multitask_strategy, str(follows) if follows else None
         )
+        return self._owner.run_record(thread_id, task)
 
     async def get(self, thread_id: str, run_id: str, **_: Any) -> dict[str, Any]:
         return self._owner.run_record(thread_id, await self._owner.get_task(thread_id, run_id))
@@ -225,6 +233,8 @@ class A2ATaskClient:
 
         task = await self._call(read)
         self._latest.setdefault(thread_id, task.id)
+        if task.context_id:
+            self._contexts.setdefault(thread_id, task.context_id)
         return task
 
     async def latest_task(self, thread_id: str) -> Task:
@@ -233,17 +243,23 @@ class A2ATaskClient:
             raise _http_error(self.url, 404, f"No A2A task is known for thread {thread_id}")
         return await self.get_task(thread_id, task_id)
 
-    async def send(self, thread_id: str, text: str, strategy: str | None) -> Task:
+    async def send(
+        self, thread_id: str, text: str, strategy: str | None, follows: str | None = None
+    ) -> Task:
         """A message in the thread's context: the reply to a waiting task, else a new task
-        (after cancelling a running one, unless ``strategy`` is ``enqueue``)."""
-        context_id = self._contexts.get(thread_id)
+        (after cancelling a running one, unless ``strategy`` is ``enqueue``). ``follows``,
+        the task the message follows, restores the context of a thread this client has not
+        seen (a supervisor restored from its checkpoint)."""
+        if follows and thread_id not in self._latest:
+            self._latest[thread_id] = follows
         answering = None
         if thread_id in self._latest:
-            current = await self.latest_task(thread_id)
+            current = await self.latest_task(thread_id)  # also learns the thread's context
             if current.status.state in _WAITING:
                 answering = current.id
             elif current.status.state in _ACTIVE and strategy != "enqueue":
                 await self.cancel(current.id)
+        context_id = self._contexts.get(thread_id)
         message = new_text_message(
             text, context_id=context_id, task_id=answering, role=Role.ROLE_USER
         )

@@ -15,6 +15,15 @@
   pending approval.
 * **Cancel stops the run**: its asyncio task is cancelled, and the A2A task ends
   ``canceled``. A run cancelled through the LangGraph API ends its A2A task the same way.
+* **A restart in the middle of a task**: a server that stops while a task's run is in flight
+  leaves the task ``working`` in storage. The next server's A2A endpoint of that assistant
+  settles such tasks from their runs before it answers its first request (``recover``): a run
+  the new server resumed (after a crash on SQLite, or after any stop on PostgreSQL, whose
+  servers hand their runs back to the shared queue) is followed to its end, and the task ends
+  as it would have (``completed`` with its answer, ``input-required``, ``failed``); a run that
+  was interrupted by a clean shutdown (SQLite) is not resumed, so its task ends ``failed``
+  with a message saying so and how to continue the context; a task whose run never started
+  ends ``failed`` too.
 * **Results**: the agent's last AI message is the task's ``answer`` artifact and its final
   status message; a graph without ``messages`` answers its final values as a data part.
 """
@@ -29,14 +38,16 @@ from typing import Any
 
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
-from a2a.types import Part, TaskState
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event, EventQueue
+from a2a.server.tasks import TaskManager, TaskUpdater
+from a2a.types import Part, Task, TaskState
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 from langchain_core.runnables import RunnableConfig
 
 from fathom.protocols.a2a.approvals import PendingInterrupt, ReplyError, describe, resume_value
+from fathom.protocols.a2a.tasks import ServerTaskStore
 from fathom.server.context import FathomServer
 from fathom.server.errors import ApiError
 from fathom.server.runs import start_run
@@ -98,6 +109,23 @@ def _answer(values: Any) -> str | None:
     return ""
 
 
+class _Recorder(EventQueue):
+    """The events of a task no request is open for, applied straight to its stored record."""
+
+    def __init__(self, manager: TaskManager) -> None:
+        self.manager = manager
+
+    async def enqueue_event(self, event: Event) -> None:
+        await self.manager.process(event)
+
+
+def _stopped_text(context_id: str) -> str:
+    return (
+        "The server stopped while this task was working, and its run was interrupted, not "
+        f"resumed. Send a new message in context {context_id} to continue from where it stopped."
+    )
+
+
 class FathomAgentExecutor(AgentExecutor):
     """Executes A2A tasks as runs of ``assistant_id`` on a fathom server."""
 
@@ -108,6 +136,7 @@ class FathomAgentExecutor(AgentExecutor):
         self._runs: dict[str, str] = {}  # A2A task id -> its current run id
         self._cancelling: set[str] = set()
         self._waiting: dict[str, str] = {}  # thread id -> the A2A task waiting for input
+        self._following: set[asyncio.Task[None]] = set()  # runs resumed after a restart
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start (or resume) the task's run and report how it ends."""
@@ -215,6 +244,51 @@ class FathomAgentExecutor(AgentExecutor):
         parts = [_text_part(answer)] if answer is not None else [_data_part(output)]
         await updater.add_artifact(parts, name="answer")
         await updater.complete(updater.new_agent_message(parts))
+
+    async def recover(self, tasks: ServerTaskStore) -> None:
+        """Settle the tasks an earlier server left ``submitted`` or ``working``: each follows
+        its run (resumed by this server, or ended). Runs once, before the first request."""
+        await self.server.runs.start()  # resumes the runs a dead server left running
+        for task, owner in await tasks.unfinished():
+            await self._settle(task, tasks.of_owner(owner))
+
+    async def _settle(self, task: Task, store: ServerTaskStore) -> None:
+        thread_id = thread_for_context(task.context_id)
+        manager = TaskManager(store, ServerCallContext(), task.id, task.context_id, None)
+        updater = TaskUpdater(_Recorder(manager), task.id, task.context_id)
+        runs = [
+            run
+            for run in await self.server.records.list_runs(thread_id=thread_id)
+            if (run.get("metadata") or {}).get("a2a_task_id") == task.id
+        ]
+        if not runs:  # the server stopped between the task's creation and its run's
+            text = "The server stopped before this task's run started: send the message again."
+            await updater.failed(updater.new_agent_message([_text_part(text)]))
+            return
+        run = runs[0]  # the newest: a task answered after an approval has several
+        if await self.server.runs.is_active(run["run_id"]):
+            logger.info("A2A task %s follows its run %s, resumed after a restart",
+                        task.id, run["run_id"])  # fmt: skip
+            self._runs[task.id] = run["run_id"]
+            follow = asyncio.create_task(self._follow(updater, run, thread_id, task.id))
+            self._following.add(follow)
+            follow.add_done_callback(self._following.discard)
+            return
+        if run["status"] == "interrupted" and not await self._pending(thread_id):
+            stopped = _stopped_text(task.context_id)
+            await updater.failed(updater.new_agent_message([_text_part(stopped)]))
+            return
+        await self._report(updater, run, await self.server.runs.output(run), thread_id, task.id)
+
+    async def _follow(
+        self, updater: TaskUpdater, run: dict[str, Any], thread_id: str, task_id: str
+    ) -> None:
+        try:
+            output = await self.server.runs.output(run)
+        finally:
+            if self._runs.get(task_id) == run["run_id"]:
+                self._runs.pop(task_id, None)
+        await self._report(updater, run, output, thread_id, task_id)
 
     async def _pending(self, thread_id: str) -> list[PendingInterrupt]:
         """The interrupts the thread's graph waits on (none for a new thread)."""

@@ -22,12 +22,15 @@ an assistant updated through the API turns A2A off (or on) at once.
 Each assistant gets its own request handler and executor on first use (assistants created
 through the API included). A2A task records are kept in the server's storage
 (:mod:`fathom.protocols.a2a.tasks`), beside the threads and runs they drive, so they survive
-a restart. A message naming a ``contextId`` that is no thread of the server is refused with a
-JSON-RPC error (``InvalidParamsError``, -32602): omit ``contextId`` to start a new context.
+a restart; before its first request, an assistant's handler settles the tasks a stopped server
+left ``working`` from their runs (``FathomAgentExecutor.recover``). A message naming a
+``contextId`` that is no thread of the server is refused with a JSON-RPC error
+(``InvalidParamsError``, -32602): omit ``contextId`` to start a new context.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
@@ -106,6 +109,7 @@ class A2AEndpoints:
 
     def __init__(self) -> None:
         self._handlers: dict[str, tuple[DefaultRequestHandlerV2, JsonRpcDispatcher]] = {}
+        self._making = asyncio.Lock()
 
     async def _assistant(self, request: Request) -> tuple[FathomServer, dict[str, Any]]:
         server = await server_of(request)
@@ -116,17 +120,18 @@ class A2AEndpoints:
     ) -> JsonRpcDispatcher:
         """The JSON-RPC dispatcher of ``assistant``, made on first use."""
         key = str(assistant["assistant_id"])
-        if key not in self._handlers:
-            graph = await server.registry.graph(assistant["graph_id"])
-            card = build_agent_card(assistant, graph, _agent_url(request, key))
-            executor = FathomAgentExecutor(server, key, assistant["graph_id"])
-            handler = DefaultRequestHandlerV2(
-                executor,
-                ServerTaskStore(server.store, key),
-                card,
-                request_context_builder=_KnownContexts(server),
-            )
-            self._handlers[key] = (handler, JsonRpcDispatcher(handler, enable_v0_3_compat=True))
+        async with self._making:
+            if key not in self._handlers:
+                graph = await server.registry.graph(assistant["graph_id"])
+                card = build_agent_card(assistant, graph, _agent_url(request, key))
+                executor = FathomAgentExecutor(server, key, assistant["graph_id"])
+                tasks = ServerTaskStore(server.store, key)
+                await executor.recover(tasks)  # the tasks a stopped server left working
+                handler = DefaultRequestHandlerV2(
+                    executor, tasks, card, request_context_builder=_KnownContexts(server)
+                )
+                dispatcher = JsonRpcDispatcher(handler, enable_v0_3_compat=True)
+                self._handlers[key] = (handler, dispatcher)
         return self._handlers[key][1]
 
     async def rpc(self, request: Request) -> Response:
@@ -182,10 +187,11 @@ def a2a_routes(endpoints: A2AEndpoints | None = None) -> list[BaseRoute]:
     """The A2A routes for a fathom app (``create_app(routes=...)``; ``fathom serve`` adds them
     when a2a-sdk is installed, through ``fathom.protocols.server_routes``)."""
     endpoints = endpoints or A2AEndpoints()
+    # Named ``a2a.*``: ``langgraph.json``'s ``http.disable_a2a`` leaves these routes out.
     return [
-        Route(AGENT_CARD_WELL_KNOWN_PATH, endpoints.discovery_card, methods=["GET"]),
-        Route("/a2a/{assistant_id}", endpoints.rpc, methods=["POST"]),
-        Route(
-            f"/a2a/{{assistant_id}}{AGENT_CARD_WELL_KNOWN_PATH}", endpoints.card, methods=["GET"]
-        ),
-    ]
+        Route(AGENT_CARD_WELL_KNOWN_PATH, endpoints.discovery_card, methods=["GET"],
+              name="a2a.discovery_card"),
+        Route("/a2a/{assistant_id}", endpoints.rpc, methods=["POST"], name="a2a.rpc"),
+        Route(f"/a2a/{{assistant_id}}{AGENT_CARD_WELL_KNOWN_PATH}", endpoints.card,
+              methods=["GET"], name="a2a.card"),
+    ]  # fmt: skip

@@ -10,7 +10,10 @@ built over the same storage after a restart answers ``GetTask``/``tasks/get`` an
 
 Each record is the task as protobuf JSON, with the assistant it belongs to and its owner
 (a2a-sdk's ``resolve_user_scope``: the authenticated user, if any): a task is only seen
-through the assistant and by the owner that created it. Records never expire.
+through the assistant and by the owner that created it. Records never expire. The record
+also keeps the task's state, so that a new server finds the tasks an earlier one left
+``submitted`` or ``working`` (``unfinished``) and settles them from their runs
+(:meth:`fathom.protocols.a2a.executor.FathomAgentExecutor.recover`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
 from a2a.server.tasks import TaskStore
-from a2a.types import ListTasksRequest, ListTasksResponse, Task
+from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import (
@@ -39,6 +42,7 @@ A2A_TASKS = (RESERVED_PREFIX, "a2a_tasks")
 """The store namespace of A2A task records (key: the task id)."""
 
 _PAGE = 1000
+_UNFINISHED = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
 def _sort_key(task: Task) -> tuple[bool, int, str]:
@@ -71,6 +75,7 @@ class ServerTaskStore(TaskStore):
             "assistant_id": self.assistant_id,
             "owner": self.owner_resolver(context),
             "context_id": task.context_id,
+            "state": TaskState.Name(task.status.state),
             "task": MessageToDict(task),
         }
         await self.store.aput(A2A_TASKS, task.id, value, index=False, ttl=None)
@@ -81,6 +86,30 @@ class ServerTaskStore(TaskStore):
         if item is None or not self._mine(item.value, context):
             return None
         return ParseDict(item.value["task"], Task(), ignore_unknown_fields=True)
+
+    async def unfinished(self) -> list[tuple[Task, str]]:
+        """This assistant's ``submitted`` and ``working`` tasks, of every owner, with their
+        owners: the tasks a server that stopped may have left behind."""
+        found: list[tuple[Task, str]] = []
+        for state in _UNFINISHED:
+            flt = {"assistant_id": self.assistant_id, "state": TaskState.Name(state)}
+            offset = 0
+            while True:
+                page = await self.store.asearch(A2A_TASKS, filter=flt, limit=_PAGE, offset=offset)
+                found.extend(
+                    (ParseDict(item.value["task"], Task(), ignore_unknown_fields=True),
+                     str(item.value["owner"]))
+                    for item in page
+                )  # fmt: skip
+                if len(page) < _PAGE:
+                    break
+                offset += _PAGE
+        return found
+
+    def of_owner(self, owner: str) -> ServerTaskStore:
+        """This store, acting for ``owner`` whatever the call context (a server's own writes
+        to a task that no request is open for)."""
+        return ServerTaskStore(self.store, self.assistant_id, lambda _context: owner)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Delete the task's record (nothing if it is not this assistant's and owner's)."""

@@ -158,4 +158,7 @@ class McpEndpoint:
 def mcp_routes(endpoint: McpEndpoint | None = None) -> list[BaseRoute]:
     """`/mcp` for a fathom app (`create_app(routes=...)`; `fathom serve` adds it when the
     `mcp` SDK is installed, through `fathom.protocols.server_routes`)."""
-    return [Route("/mcp", endpoint or McpEndpoint(), methods=["GET", "POST", "DELETE"])]
+    # Named ``mcp``: ``langgraph.json``'s ``http.disable_mcp`` leaves this route out.
+    return [
+        Route("/mcp", endpoint or McpEndpoint(), methods=["GET", "POST", "DELETE"], name="mcp")
+    ]
