@@ -128,14 +128,22 @@ def _one_line(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def skills_command(ctx: CommandContext, arg: str) -> None:
-    """`/skills`: the project's skills; `/skills NAME`: one SKILL.md; `/skills reload`."""
-    if not _local(ctx, "skills"):
-        return
-    setup = ctx.session.setup
+def _answered_first(ctx: CommandContext, command: str, arg: str) -> bool:
+    """What `/skills` and `/agents` answer before reading anything: that the command is the
+    local session's only, or (`reload`) the definitions read again."""
+    if not _local(ctx, command):
+        return True
     if arg == "reload":
         ctx.say(_reload(ctx))
+        return True
+    return False
+
+
+def skills_command(ctx: CommandContext, arg: str) -> None:
+    """`/skills`: the project's skills; `/skills NAME`: one SKILL.md; `/skills reload`."""
+    if _answered_first(ctx, "skills", arg):
         return
+    setup = ctx.session.setup
     skills = _skills(setup.sources.skills)
     folders = " and ".join(str(f) for f in setup.sources.skills)
     if not arg:
@@ -174,12 +182,9 @@ def skills_command(ctx: CommandContext, arg: str) -> None:
 
 def agents_command(ctx: CommandContext, arg: str) -> None:
     """`/agents`: the subagents `task` can start; `/agents NAME`: one; `/agents reload`."""
-    if not _local(ctx, "agents"):
+    if _answered_first(ctx, "agents", arg):
         return
     setup = ctx.session.setup
-    if arg == "reload":
-        ctx.say(_reload(ctx))
-        return
     agents = {str(a["name"]): a for a in setup.sources.subagents}
     if not arg:
         names = [*agents, *([] if _GENERAL_PURPOSE in agents else [_GENERAL_PURPOSE])]
