@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -97,7 +98,7 @@ def ai_messages(response: LLMResult) -> Iterator[AIMessage]:
                 yield message
 
 
-class ChatModelCalls(BaseCallbackHandler, Generic[T]):
+class ChatModelCalls(BaseCallbackHandler, ABC, Generic[T]):
     """A callback handler that follows each chat-model call from its start to its end.
 
     `_started` turns a call that starts into what is kept for it until it ends; `_ended` or
@@ -135,13 +136,15 @@ class ChatModelCalls(BaseCallbackHandler, Generic[T]):
             if call is not None:
                 self._failed(call, error)
 
+    @abstractmethod
     def _started(
         self, request: list[BaseMessage], meta: dict[str, Any], params: dict[str, Any]
     ) -> T:
-        raise NotImplementedError
+        """What to keep of a call as it starts (`request` is its messages)."""
 
+    @abstractmethod
     def _ended(self, call: T, response: LLMResult) -> None:
-        raise NotImplementedError
+        """Record the call that `_started` kept, now that `response` came."""
 
     def _failed(self, call: T, error: BaseException) -> None:
         """Nothing by default: a failed call used no tokens that are reported."""

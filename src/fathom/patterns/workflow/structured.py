@@ -11,6 +11,7 @@ reaches the caller as if it were valid.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -204,7 +205,7 @@ class StructuredCall(Generic[T]):
         return HumanMessage(content=text)
 
 
-class StructuredNode(Generic[T]):
+class StructuredNode(ABC, Generic[T]):
     """A graph node that asks one structured question, written once for sync and async runs.
 
     A subclass sets `call` and says what to ask (`_question`: the messages and the
@@ -215,14 +216,17 @@ class StructuredNode(Generic[T]):
 
     call: StructuredCall[T]
 
+    @abstractmethod
     def _question(self, state: Any) -> tuple[list[Any], dict[str, Any]]:
-        raise NotImplementedError
+        """The messages to send and the `validate`/`on_invalid` keywords of the ask."""
 
+    @abstractmethod
     def _answered(self, state: Any, answer: T, /) -> dict[str, Any]:
-        raise NotImplementedError
+        """The state update a valid `answer` makes."""
 
+    @abstractmethod
     def _unanswered(self, state: Any, error: StructuredOutputError) -> dict[str, Any]:
-        raise NotImplementedError
+        """The state update when no valid answer came within the tries."""
 
     def _steps(self, state: Any, config: RunnableConfig) -> Plan[dict[str, Any]]:
         messages, checks = self._question(state)
