@@ -115,7 +115,9 @@ def _is_private(name: str) -> bool:
 def private_tests(source: str) -> set[str]:
     """The tests of a file (`name` or `Class::name`) that reach the reference's private parts:
     an `_`-prefixed attribute (`backend._ripgrep_search`), a name imported privately, or a
-    patch target with a private part. Such a test checks the reference's internals."""
+    patch target with a private part, a private attribute replaced by name
+    (`monkeypatch.setattr(backend, "_ripgrep_search", …)`), or a fixture of the file that
+    does one of these. Such a test checks the reference's internals."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -128,17 +130,50 @@ def private_tests(source: str) -> set[str]:
         if _is_private(a.name)
     }
 
-    def reaches_private(function: ast.AST) -> bool:
+    def replaces_private(node: ast.AST) -> bool:
+        """`setattr(x, "_name", …)`, `monkeypatch.setattr(x, "_name", …)`, `patch.object(x,
+        "_name")` and the like: a private attribute named as a string and replaced."""
+        if not isinstance(node, ast.Call):
+            return False
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+            node.func, "id", "")
+        return called in {"setattr", "delattr", "object"} and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and _is_private(a.value)
+            and a.value.isidentifier()
+            for a in node.args[1:2]
+        )
+
+    def own_reach(function: ast.AST) -> bool:
         for node in ast.walk(function):
             if isinstance(node, ast.Attribute) and _is_private(node.attr):
                 return True
             if isinstance(node, ast.Name) and node.id in imported:
+                return True
+            if replaces_private(node):
                 return True
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 parts = node.value.split(".")
                 if parts[0] == "deepagents" and any(_is_private(p) for p in parts[1:]):
                     return True
         return False
+
+    # a fixture of the file that reaches private parts makes each test using it reach them
+    private_fixtures = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+        and own_reach(node)
+    }
+
+    def reaches_private(function: ast.AST) -> bool:
+        if own_reach(function):
+            return True
+        uses = {a.arg for a in getattr(function, "args", ast.arguments()).args}
+        for decorator in getattr(function, "decorator_list", []):
+            if "usefixtures" in ast.unparse(decorator) and isinstance(decorator, ast.Call):
+                uses |= {a.value for a in decorator.args if isinstance(a, ast.Constant)}
+        return bool(uses & private_fixtures)
 
     def is_test(node: ast.AST) -> bool:
         functions = (ast.FunctionDef, ast.AsyncFunctionDef)
