@@ -127,9 +127,14 @@ def create_app(
         try:
             yield
         finally:
-            await scheduler.stop()
-            await server.runs.shutdown()
-            await cron_store.close()
+            # each runs, whatever fails, last pushed first: the crons stop, the runs end or
+            # go back to the queue, and only then are the routes' own closers called
+            async with contextlib.AsyncExitStack() as closing:
+                for closer in server.closers:
+                    closing.push_async_callback(closer)
+                closing.push_async_callback(cron_store.close)
+                closing.push_async_callback(server.runs.shutdown)
+                closing.push_async_callback(scheduler.stop)
 
     app = Starlette(
         routes=[

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -30,6 +31,13 @@ class FathomServer:
     records: RecordStore
     runs: RunManager
     crons: CronStore
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What a route added at run time must close when the app shuts down (the A2A handlers'
+    background tasks): closed after the runs have stopped, last added first."""
+
+    def close_at_shutdown(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Have `closer()` awaited when the app shuts down."""
+        self.closers.append(closer)
 
     async def thread(self, thread_id: str) -> dict[str, Any]:
         """The thread record; 422 for a malformed id, 404 if unknown."""

@@ -131,6 +131,8 @@ class A2AEndpoints:
                     executor, tasks, card, request_context_builder=_KnownContexts(server)
                 )
                 dispatcher = JsonRpcDispatcher(handler, enable_v0_3_compat=True)
+                if not self._handlers:  # the app stops this assistant's tasks as it shuts down
+                    server.close_at_shutdown(self.aclose)
                 self._handlers[key] = (handler, dispatcher)
         return self._handlers[key][1]
 
