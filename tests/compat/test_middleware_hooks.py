@@ -268,3 +268,48 @@ def test_patch_tool_calls_before_agent_answers_a_dangling_call() -> None:
     assert answer.tool_call_id == "c1"
     assert answer.content.startswith("Tool call search with id c1 did not complete")
     assert PatchToolCallsMiddleware().before_agent({"messages": []}, None) is None  # type: ignore[arg-type]
+
+
+def test_memory_over_a_store_namespaced_by_assistant_reads_the_graph_runtime() -> None:
+    """A `StoreBackend` namespace factory reading `rt.server_info` (the documented way to give
+    each assistant its own memory) works when `before_agent` is handed a partial runtime:
+    the attributes it lacks come from the graph's runtime, as the reference reads them."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from langchain_core.runnables.config import var_child_runnable_config
+    from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME
+    from langgraph.runtime import Runtime, ServerInfo
+    from langgraph.store.memory import InMemoryStore
+
+    from fathom.backends import StoreBackend
+
+    def by_assistant(rt: Any) -> tuple[str, ...]:
+        assistant = rt.server_info.assistant_id if rt.server_info else None
+        return (assistant, "filesystem") if assistant else ("filesystem",)
+
+    @contextmanager
+    def served_as(assistant_id: str) -> Any:
+        info = ServerInfo(assistant_id=assistant_id, graph_id="agent")
+        token = var_child_runnable_config.set({CONF: {CONFIG_KEY_RUNTIME: Runtime(
+            server_info=info)}})  # fmt: skip
+        try:
+            yield
+        finally:
+            var_child_runnable_config.reset(token)
+
+    store = InMemoryStore()
+    stamp = "2024-01-01T00:00:00+00:00"
+    store.put(("a-1", "filesystem"), "/memory/AGENTS.md",
+              {"content": "# Notes\n- for a-1", "encoding": "utf-8", "created_at": stamp,
+               "modified_at": stamp})  # fmt: skip
+    middleware = MemoryMiddleware(
+        backend=StoreBackend(store=store, namespace=by_assistant), sources=["/memory/AGENTS.md"]
+    )
+    runtime: Any = SimpleNamespace(context=None, store=store, stream_writer=lambda _: None)
+    with served_as("a-1"):
+        mine = middleware.before_agent({}, runtime, {})  # type: ignore[arg-type]
+    with served_as("a-2"):
+        theirs = middleware.before_agent({}, runtime, {})  # type: ignore[arg-type]
+    assert mine is not None and "for a-1" in mine["memory_contents"]["/memory/AGENTS.md"]
+    assert theirs is not None and theirs["memory_contents"] == {}
