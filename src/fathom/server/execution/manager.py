@@ -409,8 +409,17 @@ class RunManager:
 
     # cancellation and waits
     async def cancel(self, run_id: str, action: str = "interrupt") -> bool:
-        """Cancel the run wherever it is; ``False`` if it is not active."""
+        """Cancel the run wherever it is; ``False`` if it is not active.
+
+        A run of this server that is interrupted reads ``interrupted`` from the moment the
+        cancel is accepted, not only once its task has unwound: a client that cancels and
+        then reads the run (a supervisor's cancel, then its check) sees the cancel, however
+        busy the server is. Its end is recorded as usual when the task stops."""
         if self._cancel_here(run_id, action):
+            if action == "interrupt":
+                record = await self.records.get_run(run_id)
+                if record is not None and record.get("status") in ("pending", "running"):
+                    await self.records.put_run({**record, "status": "interrupted"})
             return True
         if self.queue is None:
             return False
